@@ -1,0 +1,3 @@
+module github.com/rdmago/rdmago
+
+go 1.26.8

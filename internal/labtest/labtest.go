@@ -1,0 +1,49 @@
+// Package labtest marks tests that need a real RDMA kernel.
+//
+// Such tests run for real inside the Soft-RoCE lab (`rdmalab test PKG`), which sets
+// RDMALAB_NODE, RDMALAB_ADDR, RDMALAB_PEER and RDMALAB_DEV in the guest. On a host
+// without RDMA they are skipped with the reason; inside the lab a missing device is
+// a failure, never a skip.
+package labtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// InLab reports whether the process runs inside an rdmalab guest.
+func InLab() bool { return os.Getenv("RDMALAB_NODE") != "" }
+
+// Env is what the lab tells a guest about itself.
+type Env struct {
+	Node string // "0" or "1"
+	Addr string // this node's IPv4 address
+	Peer string // the other node's address (its own with one node)
+	Dev  string // this node's rxe device, e.g. "rxe0"
+}
+
+// Require skips t on a host without RDMA, saying how to run it for real, and
+// fails t inside the lab when no uverbs device is present. It returns the lab
+// environment (Dev falls back to the first device when RDMALAB_DEV is unset).
+func Require(t testing.TB) Env {
+	t.Helper()
+	devs, _ := filepath.Glob("/dev/infiniband/uverbs*")
+	if !InLab() {
+		if len(devs) == 0 {
+			t.Skip("needs an RDMA device (none in /dev/infiniband): run it in the lab with `go run ./cmd/rdmalab test ./PKG`")
+		}
+	} else if len(devs) == 0 {
+		t.Fatal("inside the lab but no /dev/infiniband/uverbs* device: the guest's rxe setup failed")
+	}
+	e := Env{
+		Node: os.Getenv("RDMALAB_NODE"),
+		Addr: os.Getenv("RDMALAB_ADDR"),
+		Peer: os.Getenv("RDMALAB_PEER"),
+		Dev:  os.Getenv("RDMALAB_DEV"),
+	}
+	if e.Peer == "" {
+		e.Peer = e.Addr
+	}
+	return e
+}
