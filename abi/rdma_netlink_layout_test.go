@@ -1,0 +1,40 @@
+package abi
+
+import "testing"
+
+// The values below were read from include/uapi/rdma/rdma_netlink.h.
+func TestRDMANetlinkConstants(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"RDMA_NL_NLDEV", RDMA_NL_NLDEV, 5},
+		{"RDMA_NLDEV_CMD_GET", RDMA_NLDEV_CMD_GET, 1},
+		{"RDMA_NLDEV_CMD_NEWLINK", RDMA_NLDEV_CMD_NEWLINK, 3},
+		{"RDMA_NLDEV_CMD_DELLINK", RDMA_NLDEV_CMD_DELLINK, 4},
+		{"RDMA_NLDEV_CMD_PORT_GET", RDMA_NLDEV_CMD_PORT_GET, 5},
+		{"RDMA_NLDEV_CMD_RES_GET", RDMA_NLDEV_CMD_RES_GET, 9},
+		{"RDMA_NLDEV_CMD_GET_CHARDEV", RDMA_NLDEV_CMD_GET_CHARDEV, 15},
+		{"RDMA_NLDEV_CMD_STAT_GET", RDMA_NLDEV_CMD_STAT_GET, 17},
+		{"RDMA_NLDEV_ATTR_DEV_INDEX", RDMA_NLDEV_ATTR_DEV_INDEX, 1},
+		{"RDMA_NLDEV_ATTR_DEV_NAME", RDMA_NLDEV_ATTR_DEV_NAME, 2},
+		{"RDMA_NLDEV_ATTR_PORT_INDEX", RDMA_NLDEV_ATTR_PORT_INDEX, 3},
+		{"RDMA_NLDEV_ATTR_PORT_STATE", RDMA_NLDEV_ATTR_PORT_STATE, 12},
+		{"RDMA_NLDEV_ATTR_NDEV_INDEX", RDMA_NLDEV_ATTR_NDEV_INDEX, 50},
+		{"RDMA_NLDEV_ATTR_NDEV_NAME", RDMA_NLDEV_ATTR_NDEV_NAME, 51},
+		{"RDMA_NLDEV_ATTR_LINK_TYPE", RDMA_NLDEV_ATTR_LINK_TYPE, 65},
+		{"RDMA_NLDEV_ATTR_CHARDEV_NAME", RDMA_NLDEV_ATTR_CHARDEV_NAME, 70},
+		{"RDMA_NLDEV_ATTR_CHARDEV_ABI", RDMA_NLDEV_ATTR_CHARDEV_ABI, 71},
+		{"RDMA_NLDEV_ATTR_MAX", RDMA_NLDEV_ATTR_MAX, 96},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, header says %d", c.name, c.got, c.want)
+		}
+	}
+	if got := RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_NEWLINK); got != 5<<10+3 {
+		t.Errorf("RDMA_NL_GET_TYPE(NLDEV, NEWLINK) = %#x", got)
+	}
+	if c, o := RDMA_NL_GET_CLIENT(0x1403), RDMA_NL_GET_OP(0x1403); c != 5 || o != 3 {
+		t.Errorf("split 0x1403 = client %d op %d, want 5 3", c, o)
+	}
+}
