@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // GuestInitPackage is the Go package built into the guest's /init.
@@ -64,6 +65,8 @@ func Initramfs(ctx context.Context, k *Kernel, log io.Writer) (string, error) {
 	fmt.Fprintf(h, "\x00%s\x00%s\x00", k.Release, strings.Join(GuestModules, ","))
 	path := filepath.Join(dir, k.Release+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".cpio.gz")
 	if _, err := os.Stat(path); err == nil {
+		now := time.Now()
+		os.Chtimes(path, now, now) // marks it used, for pruning
 		return path, nil
 	}
 
@@ -90,10 +93,13 @@ func Initramfs(ctx context.Context, k *Kernel, log io.Writer) (string, error) {
 	if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
 		return "", fmt.Errorf("initramfs: %w", err)
 	}
-	// Drop images of the same release built from an older init.
-	old, _ := filepath.Glob(filepath.Join(dir, k.Release+"-*.cpio.gz"))
+	// Drop images not used for a week. Images of other inits stay: several
+	// checkouts (worktrees) may share this cache and boot at the same time.
+	old, _ := filepath.Glob(filepath.Join(dir, "*.cpio.gz"))
 	for _, o := range old {
-		os.Remove(o)
+		if fi, err := os.Stat(o); err == nil && time.Since(fi.ModTime()) > 7*24*time.Hour {
+			os.Remove(o)
+		}
 	}
 	if err := os.Rename(f, path); err != nil {
 		return "", fmt.Errorf("initramfs: %w", err)

@@ -77,6 +77,13 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 	if err := os.MkdirAll(filepath.Join(cache, "testbin"), 0o755); err != nil {
 		return false, err
 	}
+	// Leftovers of runs that were killed.
+	olds, _ := filepath.Glob(filepath.Join(cache, "testbin", "run-*"))
+	for _, o := range olds {
+		if fi, err := os.Stat(o); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(o)
+		}
+	}
 	// Not under /tmp: the guest's own /tmp covers the host's there.
 	bindir, err := os.MkdirTemp(filepath.Join(cache, "testbin"), "run-")
 	if err != nil {
