@@ -94,6 +94,9 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 		return nil, fmt.Errorf("reg mr: %v needs IBV_ACCESS_LOCAL_WRITE as well: %w", access, unix.EINVAL)
 	}
 	c := pd.ctx
+	if access&(AccessFlushGlobal|AccessFlushPersistent) != 0 && c.capsEx&(abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL|abi.IB_UVERBS_DEVICE_FLUSH_PERSISTENT) == 0 {
+		return nil, fmt.Errorf("reg mr: %v: the device does not do FLUSH (Linux 6.2+): %w", access, ErrNotSupported)
+	}
 	mr := &MR{pd: pd, buf: buf, access: access, pin: new(runtime.Pinner)}
 	mr.pin.Pin(unsafe.SliceData(buf))
 	c.res.addPin(mr.pin)

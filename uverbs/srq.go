@@ -57,6 +57,9 @@ func (pd *PD) CreateSRQ(maxWR, maxSGE, limit int) (*SRQ, error) {
 		return nil, fmt.Errorf("create srq of %d×%d: %w", maxWR, maxSGE, err)
 	}
 	s.handle, s.num = resp.core.SRQHandle, resp.core.SRQN
+	if s.num == 0 {
+		s.num = resp.drv.SRQNum // rxe reports the number in its own response
+	}
 	s.maxWR, s.maxSGE = int(resp.core.MaxWR), int(resp.core.MaxSGE)
 	if err := s.mapRing(resp.drv.MI); err != nil {
 		s.destroy()

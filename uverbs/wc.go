@@ -9,11 +9,12 @@ import (
 )
 
 // WC is struct ibv_wc: one work completion. Its layout is that of struct
-// ib_uverbs_wc, the start of every rxe CQ slot, so polling is one copy.
+// ib_uverbs_wc, the start of every rxe CQ slot, so polling is one copy. When
+// Status is not WCSuccess only WRID, Status, QPNum and VendorErr are defined.
 type WC struct {
 	WRID      uint64   // the ID of the work request
 	Status    WCStatus // IBV_WC_SUCCESS or why it failed
-	Opcode    WCOpcode // what completed; receives have WCRecv set
+	Opcode    WCOpcode // what completed; receives have WCRecv set (undefined unless Status is WCSuccess)
 	VendorErr uint32
 	ByteLen   uint32 // bytes received (receives and RDMA READ)
 	// Imm is the immediate data in host byte order when Flags has WCWithImm.
@@ -48,7 +49,7 @@ func (wc *WC) Err() error {
 type WCError struct{ WC WC }
 
 func (e *WCError) Error() string {
-	return fmt.Sprintf("work request %#x (%v) on QP %#x failed: %v: %s", e.WC.WRID, e.WC.Opcode, e.WC.QPNum, e.WC.Status, e.WC.Status.Explain())
+	return fmt.Sprintf("work request %#x on QP %#x failed: %v: %s", e.WC.WRID, e.WC.QPNum, e.WC.Status, e.WC.Status.Explain())
 }
 
 // WCFlags is enum ib_wc_flags as the kernel writes it.
