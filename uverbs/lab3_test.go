@@ -475,3 +475,102 @@ func TestLabTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestLabPingpongTwoNodes runs ibv_rc_pingpong against rdmago across the wire
+// in both roles: first a Go server on node 0 with the C client on node 1,
+// then a C server on node 1 with a Go client on node 0.
+func TestLabPingpongTwoNodes(t *testing.T) {
+	e := requireLab(t)
+	if e.nodes != 2 {
+		t.Skip("needs two lab nodes (rdmalab test --nodes 2)")
+	}
+	if _, err := os.Stat("/host/usr/bin/ibv_rc_pingpong"); err != nil {
+		t.Skipf("rdma-core's ibv_rc_pingpong is not installed on the host: %v", err)
+	}
+	const iters, size, rxDepth = 100, 4096, 100
+	const port1, port2 = 18531, 18532
+	ctx := tctx(t, 180*time.Second)
+	runC := func(args ...string) {
+		t.Helper()
+		g, err := func() (GIDEntry, error) {
+			c, err := Open(e.Dev)
+			if err != nil {
+				return GIDEntry{}, err
+			}
+			defer c.Close()
+			return c.GIDForIP(1, e.addr)
+		}()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := []string{"-d", e.Dev, "-g", strconv.Itoa(g.Index), "-n", strconv.Itoa(iters), "-s", strconv.Itoa(size), "-r", strconv.Itoa(rxDepth)}
+		for attempt := 0; ; attempt++ {
+			out, err := hostTool(ctx, "/usr/bin/ibv_rc_pingpong", append(base, args...)...).CombinedOutput()
+			t.Logf("ibv_rc_pingpong %v (attempt %d): %v\n%s", args, attempt, err, out)
+			if err == nil {
+				if !strings.Contains(string(out), fmt.Sprintf("%d iters in", iters)) {
+					t.Error("ibv_rc_pingpong did not report its iterations")
+				}
+				return
+			}
+			// The client may start before the server listens.
+			if !strings.Contains(string(out), "Couldn't connect") || attempt > 100 || ctx.Err() != nil {
+				t.Fatalf("ibv_rc_pingpong: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	runGo := func(server bool, port int) {
+		t.Helper()
+		c := openLab(t, e)
+		pd, err := c.AllocPD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := newEndpoint(t, c, pd, e, epOpts{size: size, access: AccessLocalWrite,
+			cap: QPCap{MaxSendWR: 1, MaxRecvWR: rxDepth, MaxSendSGE: 1, MaxRecvSGE: 1}})
+		for i := 0; i < rxDepth; i++ {
+			if err := ep.qp.PostRecv(RecvWR{ID: 1, SGL: []SGE{ep.mr.SGE(0, size)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		local := ep.dest(0x123456)
+		if server {
+			ln, err := net.Listen("tcp", net.JoinHostPort(e.Addr, strconv.Itoa(port)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			if _, err := ExchangeServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) }); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			var remote Dest
+			for {
+				remote, err = ExchangeClient(ctx, net.JoinHostPort(e.Peer, strconv.Itoa(port)), local)
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ep.qp.Connect(remote, local.PSN, ep.connectOpts()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pingpong(t, ep, !server, iters, size, rxDepth); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("go %s: %d iterations of %d bytes done", map[bool]string{true: "server", false: "client"}[server], iters, size)
+	}
+	switch e.Node {
+	case "0":
+		runGo(true, port1)
+		runGo(false, port2)
+	case "1":
+		runC(e.Peer, "-p", strconv.Itoa(port1))
+		runC("-p", strconv.Itoa(port2))
+	}
+}
