@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ func (e *eventFile) read(ctx context.Context, buf []byte) error {
 		var n int
 		var rerr error
 		err := e.rc.Read(func(fd uintptr) bool {
-			n, rerr = unix.Read(int(fd), buf)
+			n, rerr = sys.Read(int(fd), buf)
 			return rerr != unix.EAGAIN
 		})
 		stop()

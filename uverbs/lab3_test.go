@@ -86,6 +86,9 @@ func TestLabLeak(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if mid := readProcCounts(t); mid.vmPinKB < 1024 || mid.uverbsMaps == 0 {
+			t.Fatalf("with MRs and a CQ: %+v: the counters would not see a leak", mid)
+		}
 		srq, err := pd.CreateSRQ(16, 1, 0)
 		if err != nil {
 			t.Fatal(err)
