@@ -515,3 +515,13 @@ func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 		}
 	}
 }
+
+// abandon forgets the rings without system calls; the Context's fd is being
+// closed and with it every kernel object.
+func (qp *QP) abandon() {
+	qp.mu.Lock()
+	qp.closed = true
+	qp.sq, qp.rq = rxe.SendQueue{}, rxe.RecvQueue{}
+	qp.sqMem, qp.rqMem = nil, nil
+	qp.mu.Unlock()
+}
