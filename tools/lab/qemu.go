@@ -303,7 +303,7 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 				sock = fmt.Sprintf("connect=127.0.0.1:%d", port)
 			}
 			args = append(args, "-netdev", "socket,id=n0,"+sock,
-				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:%02x", i+1))
+				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
 		}
 		nd, err := l.startNode(ctx, qemu, i, args)
 		if err != nil {
