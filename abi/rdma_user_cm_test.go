@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -473,4 +474,142 @@ func TestUCMConstants(t *testing.T) {
 	if int(RDMA_CM_EVENT_TIMEWAIT_EXIT) != 15 || int(RDMA_CM_EVENT_ESTABLISHED) != 9 || len(cmEventNames) != 16 {
 		t.Error("event codes disagree with rdma_cma.h")
 	}
+}
+
+// newUCMBody returns a zero body of the struct command cmd takes.
+func newUCMBody(cmd uint32) UCMBody {
+	switch cmd {
+	case RDMA_USER_CM_CMD_CREATE_ID:
+		return new(UCMCreateID)
+	case RDMA_USER_CM_CMD_DESTROY_ID, RDMA_USER_CM_CMD_LEAVE_MCAST:
+		return new(UCMDestroyID)
+	case RDMA_USER_CM_CMD_BIND_IP:
+		return new(UCMBindIP)
+	case RDMA_USER_CM_CMD_RESOLVE_IP:
+		return new(UCMResolveIP)
+	case RDMA_USER_CM_CMD_RESOLVE_ROUTE:
+		return new(UCMResolveRoute)
+	case RDMA_USER_CM_CMD_QUERY_ROUTE, RDMA_USER_CM_CMD_QUERY:
+		return new(UCMQuery)
+	case RDMA_USER_CM_CMD_CONNECT:
+		return new(UCMConnect)
+	case RDMA_USER_CM_CMD_LISTEN:
+		return new(UCMListen)
+	case RDMA_USER_CM_CMD_ACCEPT:
+		return new(UCMAccept)
+	case RDMA_USER_CM_CMD_REJECT:
+		return new(UCMReject)
+	case RDMA_USER_CM_CMD_DISCONNECT:
+		return new(UCMDisconnect)
+	case RDMA_USER_CM_CMD_INIT_QP_ATTR:
+		return new(UCMInitQPAttr)
+	case RDMA_USER_CM_CMD_GET_EVENT:
+		return new(UCMGetEvent)
+	case RDMA_USER_CM_CMD_SET_OPTION:
+		return new(UCMSetOption)
+	case RDMA_USER_CM_CMD_NOTIFY:
+		return new(UCMNotify)
+	case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
+		return new(UCMJoinIPMcast)
+	case RDMA_USER_CM_CMD_MIGRATE_ID:
+		return new(UCMMigrateID)
+	case RDMA_USER_CM_CMD_BIND:
+		return new(UCMBind)
+	case RDMA_USER_CM_CMD_RESOLVE_ADDR:
+		return new(UCMResolveAddr)
+	case RDMA_USER_CM_CMD_JOIN_MCAST:
+		return new(UCMJoinMcast)
+	}
+	return nil
+}
+
+// TestLibrdmacmWrites decodes every rdma_cm write librdmacm made in the lab
+// (testdata/librdmacm_writes.txt) with the Go structs and re-encodes it with
+// EncodeUCMCommand: the bytes must come out the same.
+func TestLibrdmacmWrites(t *testing.T) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("captured on little-endian x86_64")
+	}
+	data, err := os.ReadFile("testdata/librdmacm_writes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]int{}
+	prog := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "# "); ok {
+			prog = p
+			continue
+		}
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		b, err := hex.DecodeString(line)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		var hdr UCMCmdHdr
+		if _, err := binary.Decode(b, binary.NativeEndian, &hdr); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		body := newUCMBody(hdr.Cmd)
+		if body == nil {
+			t.Errorf("line %d (%s): librdmacm wrote %s, which abi has no struct for", i+1, prog, UCMCmdString(hdr.Cmd))
+			continue
+		}
+		if want := binary.Size(body); int(hdr.In) != want || len(b) != SizeofUCMCmdHdr+want {
+			t.Errorf("line %d (%s): %s with In %d and %d bytes; %T is %d bytes", i+1, prog, UCMCmdString(hdr.Cmd), hdr.In, len(b), body, want)
+			continue
+		}
+		mustDecode(b[SizeofUCMCmdHdr:], body)
+		got, err := EncodeUCMCommand(hdr.Cmd, body, int(hdr.Out))
+		if err != nil {
+			t.Errorf("line %d (%s): %s: re-encoding what librdmacm wrote fails: %v", i+1, prog, UCMCmdString(hdr.Cmd), err)
+			continue
+		}
+		if !bytes.Equal(got, b) {
+			t.Errorf("line %d (%s): %s re-encodes differently at byte %d", i+1, prog, UCMCmdString(hdr.Cmd), firstDiff(got, b))
+		}
+		seen[hdr.Cmd]++
+		// A few values that must mean what the Go names say.
+		switch c := body.(type) {
+		case *UCMCreateID:
+			if c.PS == RDMA_PS_IB { // librdmacm's AF_IB probe
+				break
+			}
+			want := map[string]struct {
+				ps uint16
+				qp uint8
+			}{"rping_c": {RDMA_PS_TCP, 2}, "rping_s": {RDMA_PS_TCP, 2}, "udaddy_c": {RDMA_PS_UDP, 4}, "udaddy_s": {RDMA_PS_UDP, 4}}[prog]
+			if c.PS != want.ps || c.QPType != want.qp {
+				t.Errorf("%s: create_id ps %#x qp_type %d, want %#x %d", prog, c.PS, c.QPType, want.ps, want.qp)
+			}
+		case *UCMResolveAddr:
+			if ap, err := c.DstAddr.AddrPort(); err != nil || !ap.Addr().Is4() || c.DstSize != SizeofSockaddrIn {
+				t.Errorf("%s: resolve_addr destination %v (%v), size %d", prog, ap, err, c.DstSize)
+			}
+		case *UCMConnect:
+			// rping (RC) asks for 7 retries; udaddy (UD, a SIDR request) none.
+			p := c.ConnParam
+			if p.Valid != 1 || p.QPNum == 0 || (prog == "rping_c") != (p.RetryCount == 7 && p.RNRRetryCount == 7) {
+				t.Errorf("%s: connect qp %d valid %d retry %d rnr %d", prog, p.QPNum, p.Valid, p.RetryCount, p.RNRRetryCount)
+			}
+		}
+	}
+	for _, cmd := range []uint32{
+		RDMA_USER_CM_CMD_CREATE_ID, RDMA_USER_CM_CMD_DESTROY_ID, RDMA_USER_CM_CMD_RESOLVE_ROUTE,
+		RDMA_USER_CM_CMD_CONNECT, RDMA_USER_CM_CMD_LISTEN, RDMA_USER_CM_CMD_ACCEPT, RDMA_USER_CM_CMD_DISCONNECT,
+		RDMA_USER_CM_CMD_INIT_QP_ATTR, RDMA_USER_CM_CMD_GET_EVENT, RDMA_USER_CM_CMD_QUERY,
+		RDMA_USER_CM_CMD_BIND, RDMA_USER_CM_CMD_RESOLVE_ADDR,
+	} {
+		if seen[cmd] == 0 {
+			t.Errorf("no %s in the capture", UCMCmdString(cmd))
+		}
+	}
+	t.Logf("re-encoded %d librdmacm writes: %v", func() (n int) {
+		for _, v := range seen {
+			n += v
+		}
+		return
+	}(), seen)
 }
