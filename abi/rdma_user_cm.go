@@ -658,20 +658,15 @@ func setPrivateData(dst []byte, n *uint8, b []byte) error {
 	return nil
 }
 
-// SizeofIBUverbsAHAttr is sizeof(struct ib_uverbs_ah_attr)
-// (include/uapi/rdma/ib_user_verbs.h), the size of UCMUDParam.AHAttr.
-const SizeofIBUverbsAHAttr = 32
-
 // UCMUDParam is struct rdma_ucm_ud_param (include/uapi/rdma/rdma_user_cm.h):
 // the remote QP of an RDMA_PS_UDP id, carried by ESTABLISHED and
-// MULTICAST_JOIN events. AHAttr holds a struct ib_uverbs_ah_attr (ported in
-// ib_user_verbs.go) as bytes, so that this struct stays 4-byte aligned like
-// the event's param union it sits in.
+// MULTICAST_JOIN events; AHAttr is what CREATE_AH needs to reach it. Like
+// AHAttr, it is only 4-byte aligned, as the event's param union requires.
 type UCMUDParam struct {
 	_              structs.HostLayout
 	QPNum          uint32
 	QKey           uint32
-	AHAttr         [SizeofIBUverbsAHAttr]byte
+	AHAttr         AHAttr
 	PrivateData    [RDMA_MAX_PRIVATE_DATA]uint8
 	PrivateDataLen uint8
 	Reserved       [7]uint8
@@ -750,11 +745,20 @@ type UCMDisconnect struct {
 	ID uint32
 }
 
-// SizeofIBUverbsQPAttr is sizeof(struct ib_uverbs_qp_attr)
-// (include/uapi/rdma/ib_user_verbs.h): the response of
-// RDMA_USER_CM_CMD_INIT_QP_ATTR. The struct itself is ported in
-// ib_user_verbs.go.
+// SizeofIBUverbsQPAttr is sizeof(struct ib_uverbs_qp_attr), the size of
+// QPAttr: the response of RDMA_USER_CM_CMD_INIT_QP_ATTR.
 const SizeofIBUverbsQPAttr = 144
+
+// DecodeUCMInitQPAttrResp decodes the response of INIT_QP_ATTR: the QP
+// attributes and, in QPAttrMask, the IB_QP_* mask to pass to MODIFY_QP.
+func DecodeUCMInitQPAttrResp(b []byte) (QPAttr, error) {
+	var a QPAttr
+	if len(b) < SizeofIBUverbsQPAttr {
+		return a, fmt.Errorf("rdma_cm init_qp_attr response: %d bytes, want %d", len(b), SizeofIBUverbsQPAttr)
+	}
+	mustDecode(b[:SizeofIBUverbsQPAttr], &a)
+	return a, nil
+}
 
 // UCMInitQPAttr is struct rdma_ucm_init_qp_attr
 // (include/uapi/rdma/rdma_user_cm.h), the body of

@@ -169,6 +169,7 @@ func TestUCMRespSize(t *testing.T) {
 		}
 	}
 	if binary.Size(UCMEventResp{}) != SizeofUCMEventResp || binary.Size(IBPathRecData{}) != SizeofIBPathRecData ||
+		binary.Size(QPAttr{}) != SizeofIBUverbsQPAttr ||
 		binary.Size(UCMCmdHdr{}) != SizeofUCMCmdHdr || binary.Size(UCMEventResp{}.Param) != binary.Size(UCMUDParam{}) {
 		t.Error("a Sizeof constant disagrees with its struct")
 	}
@@ -218,17 +219,13 @@ func TestDecodeUCMEventRespGolden(t *testing.T) {
 	if ud.QPNum != 0x345 || ud.QKey != 0x01234567 || string(ud.Data()) != "ud" {
 		t.Errorf("ud param: %+v", ud)
 	}
-	// ib_uverbs_ah_attr: grh.dgid@0, flow_label@16, sgid_index@20,
-	// hop_limit@21, dlid@24, is_global@29, port_num@30.
-	ah := ud.AHAttr
-	for i := range 16 {
-		if ah[i] != byte(i) {
-			t.Fatalf("ah_attr dgid %x", ah[:16])
-		}
+	want := AHAttr{DLID: 0xbeef, IsGlobal: 1, PortNum: 1}
+	want.GRH = GlobalRoute{FlowLabel: 0x54321, SGIDIndex: 1, HopLimit: 64}
+	for i := range want.GRH.DGID {
+		want.GRH.DGID[i] = uint8(i)
 	}
-	if binary.NativeEndian.Uint32(ah[16:]) != 0x54321 || ah[20] != 1 || ah[21] != 64 ||
-		binary.NativeEndian.Uint16(ah[24:]) != 0xbeef || ah[29] != 1 || ah[30] != 1 {
-		t.Errorf("ah_attr %x", ah)
+	if ud.AHAttr != want {
+		t.Errorf("ah_attr %+v, want %+v", ud.AHAttr, want)
 	}
 	var u2 UCMEventResp
 	u2.SetUDParam(&ud)
@@ -612,4 +609,21 @@ func TestLibrdmacmWrites(t *testing.T) {
 		}
 		return
 	}(), seen)
+}
+
+func TestDecodeUCMInitQPAttrResp(t *testing.T) {
+	b := golden(t, "init_qp_attr_resp")
+	a, err := DecodeUCMInitQPAttrResp(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.QPAttrMask != 0x1a5 || a.QPState != 2 || a.PathMTU != 3 || a.Qkey != 0x01234567 || a.RqPSN != 0xabc ||
+		a.DestQPNum != 0x11 || a.QPAccessFlags != 7 || a.AHAttr.GRH.DGID[15] != 0x42 || a.AHAttr.GRH.HopLimit != 1 ||
+		a.AHAttr.IsGlobal != 1 || a.AHAttr.PortNum != 1 || a.MaxSendWR != 16 || a.MaxRdAtomic != 4 ||
+		a.MaxDestRdAtomic != 8 || a.MinRnrTimer != 12 || a.PortNum != 1 || a.Timeout != 14 || a.RetryCnt != 7 || a.RnrRetry != 6 {
+		t.Errorf("decoded %+v", a)
+	}
+	if _, err := DecodeUCMInitQPAttrResp(b[:143]); err == nil {
+		t.Error("143-byte response accepted")
+	}
 }
