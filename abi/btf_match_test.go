@@ -109,8 +109,8 @@ func TestMatchBTFRules(t *testing.T) {
 	if r.fields != 5 { // a, x, p, wr as imm, flags
 		t.Errorf("%d fields matched, want 5", r.fields)
 	}
-	notes := strings.Join(r.notes, "\n")
-	for _, w := range []string{"reserved: reserved, ported as a blank", "reserved2: reserved", "kind: bitfield", "data: flexible array"} {
+	notes := strings.Join(append(r.notes, r.flex...), "\n")
+	for _, w := range []string{"reserved: reserved, ported as padding _ (4@20)", "reserved2: reserved", "kind: bitfield", "btf_test.data@32"} {
 		if !strings.Contains(notes, w) {
 			t.Errorf("notes %q lack %q", r.notes, w)
 		}
@@ -119,14 +119,15 @@ func TestMatchBTFRules(t *testing.T) {
 		t.Errorf("a union alternative was reported: %q", r.notes)
 	}
 
-	// A non-reserved member without a Go field fails even where a blank
-	// field covers it, and so does a reserved member no blank covers.
+	// A member outside every Go field fails, and so does a reserved member
+	// no blank field covers. A kernel member inside the port's padding is a
+	// field of a newer kernel: accepted, with a note.
 	s := btfTestStruct()
-	s.Members = append(s.Members, mem("other", btfU8, 26), mem("reserved3", btfU32, 32))
-	s.Size = 36
+	s.Members = append(s.Members, mem("other", btfU8, 26), mem("reserved3", btfU32, 32), mem("more", btfU8, 36))
+	s.Size = 40
 	r = matchBTF("btf_test", goType, s)
 	got := strings.Join(r.problems, "\n")
-	for _, w := range []string{"kernel size 36", "other at offset 26 has no Go field", "reserved3 at offset 32 has no Go field"} {
+	for _, w := range []string{"kernel size 40", "reserved3 at offset 32 has no Go field", "more at offset 36 has no Go field"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("problems %q lack %q", r.problems, w)
 		}
@@ -134,11 +135,54 @@ func TestMatchBTFRules(t *testing.T) {
 	if len(r.problems) != 3 {
 		t.Errorf("%d problems, want 3: %q", len(r.problems), r.problems)
 	}
+	if !strings.Contains(strings.Join(r.notes, "\n"), "other: a kernel field at 26 inside the port's _ (7@25)") {
+		t.Errorf("notes %q lack the newer kernel field", r.notes)
+	}
+
+	// A zero-size member (DECLARE_FLEX_ARRAY's __empty_data) is no field.
+	s = btfTestStruct()
+	s.Members = append(s.Members, mem("__empty_data", &btf.Struct{Size: 0}, 32))
+	if r := matchBTF("btf_test", goType, s); len(r.problems) != 0 || len(r.flex) != 2 {
+		t.Errorf("zero-size member: problems %q, flex %q", r.problems, r.flex)
+	}
 
 	// The anonymous union's first member is required.
 	s = btfTestStruct()
 	s.Members[1].Type.(*btf.Union).Members[0].Name = "z"
 	if r := matchBTF("btf_test", goType, s); len(r.problems) != 1 || !strings.Contains(r.problems[0], "z at offset 4") {
 		t.Errorf("renamed union member: %q", r.problems)
+	}
+}
+
+// btfCarvePort ports a struct whose newer header carved SpeedEx out of
+// reserved bytes (like ib_uverbs_query_port_resp_ex in rdma-core v44 vs
+// Linux 6.1).
+type btfCarvePort struct {
+	_        structs.HostLayout
+	Flags2   uint16
+	Reserved [2]uint8
+	SpeedEx  uint32
+}
+
+func TestMatchBTFReservedCarveOut(t *testing.T) {
+	goType := reflect.TypeFor[btfCarvePort]()
+	old := &btf.Struct{Name: "carve", Size: 8, Members: []btf.Member{mem("flags2", btfU16, 0), mem("reserved", btfBytes(6), 2)}}
+	r := matchBTF("carve", goType, old)
+	if len(r.problems) != 0 || !strings.Contains(strings.Join(r.notes, ""), "reserves 6 bytes at 2, the ported header uses them as Reserved (2@2), SpeedEx (4@4)") {
+		t.Errorf("old kernel: problems %q notes %q", r.problems, r.notes)
+	}
+	cur := &btf.Struct{Name: "carve", Size: 8, Members: []btf.Member{mem("flags2", btfU16, 0), mem("reserved", btfBytes(2), 2), mem("speed_ex", btfU32, 4)}}
+	if r := matchBTF("carve", goType, cur); len(r.problems) != 0 || r.fields != 3 || len(r.notes) != 0 {
+		t.Errorf("current kernel: %+v", r)
+	}
+	// Go fields that overrun the reserved bytes are a real mismatch.
+	short := &btf.Struct{Name: "carve", Size: 8, Members: []btf.Member{mem("flags2", btfU16, 0), mem("reserved", btfBytes(4), 2), mem("x", btfU16, 6)}}
+	if r := matchBTF("carve", goType, short); len(r.problems) == 0 || !strings.Contains(strings.Join(r.problems, ""), "reserved: kernel size 4, Go Reserved size 2") {
+		t.Errorf("overrun: problems %q", r.problems)
+	}
+	// A named (non-reserved) member of another size is never excused.
+	named := &btf.Struct{Name: "carve", Size: 8, Members: []btf.Member{mem("flags2", btfU32, 0), mem("speed_ex", btfU32, 4)}}
+	if r := matchBTF("carve", goType, named); !strings.Contains(strings.Join(r.problems, ""), "flags2: kernel size 4, Go Flags2 size 2") {
+		t.Errorf("named size mismatch: problems %q", r.problems)
 	}
 }
