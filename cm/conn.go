@@ -97,7 +97,7 @@ func DialUD(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	return dial(ctx, dst, opts, PortSpaceUDP)
 }
 
-func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (c *Conn, err error) {
+func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (_ *Conn, err error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -117,11 +117,10 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		release()
 		return nil, err
 	}
-	c = newConn(id, o, release, ps)
+	c := newConn(id, o, release, ps)
 	defer func() {
 		if err != nil {
 			c.abort()
-			c = nil
 		}
 	}()
 	o.logf("rdma_cm: created id %d (%v)", id.Handle(), ps)
@@ -176,7 +175,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		return nil, err
 	}
 	c.peer = ev.Param
-	o.logf("rdma_cm: event %v (peer qp %#x, initiator depth %d, responder resources %d, %d bytes private data)",
+	o.logf("rdma_cm: event %v (peer qp %#x, initiator depth %d, responder resources %d granted, %d bytes private data)",
 		ev.Type, ev.Param.QPNum, ev.Param.InitiatorDepth, ev.Param.ResponderResources, len(ev.Param.PrivateData))
 	// As librdmacm's ucma_process_conn_resp: INIT again (the first INIT had
 	// no remote access rights), then RTR and RTS, then the RTU.

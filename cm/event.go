@@ -46,6 +46,10 @@ func (ps PortSpace) qpType() (uint8, error) {
 	return 0, fmt.Errorf("port space %v: use PortSpaceTCP or PortSpaceUDP", ps)
 }
 
+// UDPQKey is RDMA_UDP_QKEY, the QKey rdma_cm gives the QPs of
+// RDMA_PS_UDP IDs; UD peers found through the CM send with it.
+const UDPQKey = 0x01234567
+
 // ud reports whether IDs of ps carry UD parameters in their events.
 func (ps PortSpace) ud() bool { return ps == PortSpaceUDP || ps == PortSpaceIPoIB }
 
@@ -56,7 +60,10 @@ func (ps PortSpace) ud() bool { return ps == PortSpaceUDP || ps == PortSpaceIPoI
 // In events, PrivateData is what the CM message carried, zero-padded by the
 // wire to the message's fixed size (56 bytes in a CONNECT_REQUEST, 196 in an
 // accept, 148 in a reject on RoCE/IB): applications that need an exact
-// length must encode it in the data.
+// length must encode it in the data. InitiatorDepth and ResponderResources
+// are seen from the receiver's side (the kernel swaps them): how many RDMA
+// READ/atomic requests the receiver may issue (the sender's responder
+// resources) and how many it must serve (the sender's initiator depth).
 type ConnParam struct {
 	PrivateData        []byte
 	ResponderResources uint8 // RDMA READ/atomic requests the sender accepts in flight

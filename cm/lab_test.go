@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/netlink"
 	"github.com/rdmago/rdmago/uverbs"
+	"golang.org/x/sys/unix"
 )
 
 // labEnv is the lab's view for a test: this node, its peer, and whether the
@@ -229,3 +232,73 @@ func TestLabConnectSendClose(t *testing.T) {
 }
 
 func labPort(n int) string { return strconv.Itoa(labPortBase + n) }
+
+// resources counts this node's kernel RDMA objects (`rdma resource show`:
+// RDMA_NLDEV_CMD_RES_GET's summary, summed over devices) and this
+// process's file descriptors.
+func resources(t *testing.T) map[string]uint64 {
+	t.Helper()
+	c, err := netlink.Dial(unix.NETLINK_RDMA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msgs, err := c.Execute(abi.RDMA_NL_GET_TYPE(abi.RDMA_NL_NLDEV, abi.RDMA_NLDEV_CMD_RES_GET), netlink.NLM_F_DUMP, nil)
+	if err != nil {
+		t.Fatalf("rdma resource summary: %v", err)
+	}
+	out := map[string]uint64{}
+	for _, m := range msgs {
+		attrs, err := netlink.ParseAttrs(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range attrs {
+			if a.Type&0x3fff != abi.RDMA_NLDEV_ATTR_RES_SUMMARY {
+				continue
+			}
+			entries, _ := netlink.ParseAttrs(a.Data)
+			for _, e := range entries {
+				fields, _ := netlink.ParseAttrs(e.Data)
+				var name string
+				var cur uint64
+				for _, f := range fields {
+					switch f.Type & 0x3fff {
+					case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
+						name = f.String()
+					case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
+						cur = f.Uint64()
+					}
+				}
+				out[name] += cur
+			}
+		}
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["fds"] = uint64(len(fds))
+	return out
+}
+
+// checkNoLeaks compares resource counts with a baseline, allowing the
+// kernel a moment to finish tearing down.
+func checkNoLeaks(t *testing.T, base map[string]uint64) {
+	t.Helper()
+	var now map[string]uint64
+	for range 50 {
+		now = resources(t)
+		same := true
+		for k, v := range base {
+			if now[k] != v {
+				same = false
+			}
+		}
+		if same {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("resources leaked: before %v, after %v", base, now)
+}

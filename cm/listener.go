@@ -93,7 +93,7 @@ func (l *Listener) ID() *ID { return l.id }
 // Accept or Reject it.
 type Request struct {
 	ID     *ID
-	Param  ConnParam // RC: the peer's initiator depth, responder resources, private data (56 bytes, zero-padded)
+	Param  ConnParam // RC: the offered depths (seen from this side) and the private data (56 bytes, zero-padded)
 	UD     UDParam   // UD: the SIDR request's private data
 	l      *Listener
 	hold   func()
@@ -110,7 +110,7 @@ func (l *Listener) AcceptRequest(ctx context.Context) (*Request, error) {
 		}
 		return nil, err
 	}
-	l.o.logf("rdma_cm: event %v: new id %d (peer initiator depth %d, responder resources %d, %d bytes private data)",
+	l.o.logf("rdma_cm: event %v: new id %d (initiator depth %d, responder resources %d offered, %d bytes private data)",
 		ev.Type, ev.ID.Handle(), ev.Param.InitiatorDepth, ev.Param.ResponderResources, len(ev.Param.PrivateData))
 	return &Request{ID: ev.ID, Param: ev.Param, UD: ev.UD, l: l, hold: holdChannel(l.id.ch)}, nil
 }
@@ -177,7 +177,7 @@ func (r *Request) Reject(data []byte) error {
 // ESTABLISHED. opts nil means the listener's. If setting up fails, the
 // request is rejected so the peer does not wait for a timeout. The caller
 // must Close the Conn.
-func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error) {
+func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error) {
 	r.mu.Lock()
 	if r.answer {
 		r.mu.Unlock()
@@ -198,7 +198,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error
 		r.hold()
 		return nil, err
 	}
-	c = newConn(r.ID, o, r.hold, r.ID.ps)
+	c := newConn(r.ID, o, r.hold, r.ID.ps)
 	sentAccept := false
 	defer func() {
 		if err != nil {
@@ -206,7 +206,6 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (c *Conn, err error
 				r.ID.Reject(nil, 0)
 			}
 			c.abort()
-			c = nil
 		}
 	}()
 	if err := checkPrivateData("accept", r.ID.ps, len(o.PrivateData)); err != nil {
