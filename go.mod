@@ -2,4 +2,7 @@ module github.com/rdmago/rdmago
 
 go 1.26.8
 
-require golang.org/x/sys v0.49.0
+require (
+	github.com/cilium/ebpf v0.22.0
+	golang.org/x/sys v0.49.0
+)

@@ -22,9 +22,13 @@ if [ "$RDMALAB_NODE" = 0 ]; then
   echo "== rping server on $RDMALAB_ADDR"
   exec rping -s -a "$RDMALAB_ADDR" -C 5 -v
 else
-  sleep 3
   echo "== rping client: $RDMALAB_ADDR -> $RDMALAB_PEER"
-  exec rping -c -a "$RDMALAB_PEER" -C 5 -v
+  # The server may still be starting: retry a few times.
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 2
+    rping -c -a "$RDMALAB_PEER" -C 5 -v && exit 0
+  done
+  exit 1
 fi`
 
 func cmdDemo(ctx context.Context, args []string) int {
@@ -33,7 +37,7 @@ func cmdDemo(ctx context.Context, args []string) int {
 	labFlags(fs, &o.Options, 10*time.Minute)
 	fs.Parse(args)
 	o.Nodes = 2
-	fmt.Fprintln(os.Stderr, "rdmalab demo: booting two VMs with Soft-RoCE joined by a virtual wire (TCG, takes a minute)")
+	fmt.Fprintln(os.Stderr, "rdmalab demo: booting two VMs with Soft-RoCE joined by a virtual wire (software emulation: about 15 s)")
 	status, err := lab.RunCommand(ctx, o, []string{"sh", "-c", demoScript}, os.Stdout, os.Stderr)
 	if err != nil {
 		return fail(err)

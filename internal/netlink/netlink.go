@@ -248,12 +248,12 @@ func (e *Encoder) Uint64(typ uint16, v uint64) {
 // String adds a NUL-terminated string attribute (NLA_NUL_STRING / NLA_STRING).
 func (e *Encoder) String(typ uint16, s string) { e.put(typ, append([]byte(s), 0)) }
 
-// Nested adds an attribute whose payload is the attributes fn encodes, with
-// the NLA_F_NESTED flag set.
+// Nested adds an attribute whose payload is the attributes fn encodes. Like
+// iproute2 it leaves NLA_F_NESTED clear; callers that need it pass it in typ.
 func (e *Encoder) Nested(typ uint16, fn func(*Encoder)) {
 	var in Encoder
 	fn(&in)
-	e.put(typ|NLA_F_NESTED, in.b)
+	e.put(typ, in.b)
 }
 
 // Encode returns the encoded attributes.

@@ -90,7 +90,7 @@ func addVethReq(name, peer string) []byte {
 	var e netlink.Encoder
 	e.String(IFLA_IFNAME, name)
 	e.Nested(IFLA_LINKINFO, func(li *netlink.Encoder) {
-		li.String(IFLA_INFO_KIND, "veth")
+		li.Bytes(IFLA_INFO_KIND, []byte("veth")) // unterminated, as iproute2 sends it
 		li.Nested(IFLA_INFO_DATA, func(d *netlink.Encoder) {
 			var p netlink.Encoder
 			p.String(IFLA_IFNAME, peer)

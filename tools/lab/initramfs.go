@@ -25,7 +25,7 @@ const GuestInitPackage = "github.com/rdmago/rdmago/tools/lab/guestinit"
 // rdmalab from inside the repository.
 func BuildGuestInit(ctx context.Context, dir string) ([]byte, error) {
 	out := filepath.Join(dir, "init")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, GuestInitPackage)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, GuestInitPackage)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb

@@ -176,6 +176,18 @@ func (a *apt) resolve(ctx context.Context) (string, error) {
 			}
 		}
 	}
+	rel, err := a.dependsOf(ctx)
+	if err != nil && os.Geteuid() == 0 {
+		// A machine whose package lists were never fetched knows no kernel.
+		if uerr := a.update(ctx); uerr != nil {
+			return "", fmt.Errorf("%w (and apt-get update failed: %v)", err, uerr)
+		}
+		rel, err = a.dependsOf(ctx)
+	}
+	return rel, err
+}
+
+func (a *apt) dependsOf(ctx context.Context) (string, error) {
 	out, err := a.run(ctx, "", "apt-cache", "depends", "linux-image-amd64")
 	if err != nil {
 		return "", err
@@ -186,7 +198,7 @@ func (a *apt) resolve(ctx context.Context) (string, error) {
 			return strings.TrimSuffix(pkg, "-unsigned"), nil
 		}
 	}
-	return "", errors.New("apt-cache depends linux-image-amd64 names no linux-image-* package (run `apt-get update`)")
+	return "", errors.New("apt-cache depends linux-image-amd64 names no linux-image-* package (run `apt-get update` as root)")
 }
 
 // GetKernel returns the kernel of series ("6.1", "6.12"), downloading and
