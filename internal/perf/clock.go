@@ -27,9 +27,10 @@ type Clock struct {
 const cpuinfoTolerance = 0.03
 
 // calibrate measures the tick rate over d. On x86 it then uses
-// /proc/cpuinfo's "cpu MHz" when that agrees within 3% (sleep-based calibration under emulation is that noisy): perftest converts
-// cycles with that figure, and sharing it keeps the ratio of the two tools
-// free of a calibration difference.
+// /proc/cpuinfo's "cpu MHz" when that agrees within 3% (a sleep-based
+// calibration under emulation is that noisy): perftest converts cycles with
+// that figure, and sharing it keeps the ratio of the two tools free of a
+// calibration difference.
 func calibrate(d time.Duration) Clock {
 	if !cycleCounter {
 		return Clock{MHz: 1000, Calibrated: 1000, Source: "monotonic clock (ns)"}
