@@ -35,9 +35,9 @@ func calibrate(d time.Duration) Clock {
 	if !cycleCounter {
 		return Clock{MHz: 1000, Calibrated: 1000, Source: "monotonic clock (ns)"}
 	}
-	t0, c0 := time.Now(), ticks()
+	t0, c0 := clockPair()
 	time.Sleep(d)
-	t1, c1 := time.Now(), ticks()
+	t1, c1 := clockPair()
 	best := float64(c1-c0) / (float64(t1.Sub(t0)) / 1e3)
 	c := Clock{MHz: best, Calibrated: best, Source: "cycle counter, calibrated"}
 	if runtime.GOARCH == "amd64" {
@@ -48,6 +48,24 @@ func calibrate(d time.Duration) Clock {
 		}
 	}
 	return c
+}
+
+// clockPair reads the time and the counter as close together as it can: of
+// a few tries (a busy host can deschedule the thread between two reads), the
+// one whose counter reads bracket the clock read most tightly.
+func clockPair() (time.Time, int64) {
+	var t time.Time
+	var c int64
+	best := int64(math.MaxInt64)
+	for i := 0; i < 8; i++ {
+		a := ticks()
+		now := time.Now()
+		b := ticks()
+		if b-a < best {
+			best, t, c = b-a, now, a+(b-a)/2
+		}
+	}
+	return t, c
 }
 
 func cpuinfoMHz() float64 {

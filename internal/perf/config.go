@@ -425,8 +425,11 @@ func (c *Config) finish(size int) error {
 	if c.CQMod < 1 || c.CQMod > 1024 {
 		return fmt.Errorf("-Q %d: want 1..1024", c.CQMod)
 	}
-	if c.PostList > 1 && c.CQMod%c.PostList != 0 && c.CQMod != c.PostList {
-		return fmt.Errorf("-Q %d with -l %d: the CQ moderation must be a multiple of the post list", c.CQMod, c.PostList)
+	if c.PostList > 1 && c.CQMod != c.PostList {
+		return fmt.Errorf("-Q %d with -l %d: each list signals its last request, so the CQ moderation is the list length", c.CQMod, c.PostList)
+	}
+	if c.PostList > 1 && c.Duration == 0 && c.Iters%c.PostList != 0 {
+		return fmt.Errorf("-n %d with -l %d: the iterations must be a multiple of the list length", c.Iters, c.PostList)
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
 	if t == ReadBW || t == ReadLat || t == AtomicLat {

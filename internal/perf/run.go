@@ -82,7 +82,10 @@ func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		ctx, cancel = context.WithTimeout(ctx, cfg.Deadline)
 		defer cancel()
 	}
-	s := &session{cfg: cfg, server: cfg.Host == "", out: stdout}
+	s := &session{cfg: cfg, server: cfg.Host == "", out: stdout, t0: time.Now()}
+	if os.Getenv("RDMAPERF_TRACE") != "" {
+		s.trace = stderr
+	}
 	if cfg.JSON {
 		s.out = nil
 	}
@@ -184,6 +187,7 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 	if err := s.dialCtrl(ctx); err != nil {
 		return nil, err
 	}
+	s.tracef("control channel up")
 	if err := s.ctrl.send(&message{Kind: kindHello, Hello: helloFrom(s.cfg)}); err != nil {
 		return nil, err
 	}
@@ -273,9 +277,11 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 	if s.out != nil {
 		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
 	}
+	s.tracef("listening")
 	if err := s.acceptCtrl(ctx, ln); err != nil {
 		return nil, err
 	}
+	s.tracef("control channel up")
 	m, err := s.ctrl.expect(ctx, kindHello)
 	if err != nil {
 		return nil, err

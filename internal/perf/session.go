@@ -64,9 +64,18 @@ type session struct {
 	gid      uverbs.GIDEntry
 	outReads int
 
+	trace    io.Writer   // RDMAPERF_TRACE: timed setup steps
+	t0       time.Time
 	abort    atomic.Bool // the context ended
 	snapCost snapshot
 	setup    time.Duration // connecting the QPs
+}
+
+// tracef notes a setup step with the time since the start.
+func (s *session) tracef(format string, args ...any) {
+	if s.trace != nil {
+		fmt.Fprintf(s.trace, "rdmaperf %8.3fs: %s\n", time.Since(s.t0).Seconds(), fmt.Sprintf(format, args...))
+	}
 }
 
 // access is what the peer may do to the buffers: every test's operation.
@@ -120,6 +129,7 @@ func (s *session) openDevice() error {
 	if err != nil {
 		return err
 	}
+	s.tracef("opened %s", c.Device().Name)
 	s.uctx = c
 	s.devName = c.Device().Name
 	if err := s.queryPort(c); err != nil {
@@ -134,6 +144,7 @@ func (s *session) openDevice() error {
 		return fmt.Errorf("%s port %d: %w", s.devName, s.cfg.IBPort, err)
 	}
 	s.gid = g
+	s.tracef("port and GID %d", g.Index)
 	pd, err := c.AllocPD()
 	if err != nil {
 		return err
@@ -146,6 +157,7 @@ func (s *session) openDevice() error {
 	if s.rcq, err = c.CreateCQ(s.cfg.RxDepth*q+1, nil); err != nil {
 		return err
 	}
+	s.tracef("PD and CQs")
 	return nil
 }
 
@@ -223,6 +235,7 @@ func (s *session) register(pd *uverbs.PD) error {
 			return err
 		}
 	}
+	s.tracef("%d buffers of %d bytes registered", len(s.eps), 2*s.eps[0].half)
 	return nil
 }
 
@@ -244,6 +257,7 @@ func (s *session) createQPs() error {
 			return err
 		}
 	}
+	s.tracef("%d QPs in INIT", len(s.eps))
 	return nil
 }
 
@@ -281,6 +295,7 @@ func (s *session) connectQPs(remote []qpInfo) error {
 			return fmt.Errorf("connect QP %d: %w", i, err)
 		}
 	}
+	s.tracef("%d QPs in RTS", len(s.eps))
 	return nil
 }
 
@@ -430,7 +445,8 @@ func (c *Config) adopt(h *hello) error {
 	if h.Test != c.Test.String() {
 		return fmt.Errorf("the client runs %s, this server %s: start both with the same test", h.Test, c.Test)
 	}
-	if len(h.Sizes) == 0 || h.QPs < 1 || h.QPs > maxQPs || h.TxDepth < 1 || h.RxDepth < 1 || h.CQMod < 1 || h.PostList < 1 {
+	if len(h.Sizes) == 0 || h.QPs < 1 || h.QPs > maxQPs || h.PostList < 1 ||
+		c.Test != ConnTime && (h.TxDepth < 1 || h.RxDepth < 1 || h.CQMod < 1) {
 		return fmt.Errorf("the client's settings are inconsistent: %+v", *h)
 	}
 	for _, s := range h.Sizes {
@@ -497,6 +513,7 @@ func (s *session) connect(ctx context.Context, ln *listener) error {
 			c.Close()
 			return err
 		}
+		s.tracef("rdma_cm connection %d up", i)
 	}
 	if err := s.register(s.pd); err != nil {
 		return err
