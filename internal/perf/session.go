@@ -64,7 +64,7 @@ type session struct {
 	gid      uverbs.GIDEntry
 	outReads int
 
-	trace    io.Writer   // RDMAPERF_TRACE: timed setup steps
+	trace    io.Writer // RDMAPERF_TRACE: timed setup steps
 	t0       time.Time
 	abort    atomic.Bool // the context ended
 	snapCost snapshot
