@@ -277,27 +277,45 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 	if ph.on {
 		// Unsignaled requests may still be in flight: one signaled request
 		// per QP behind them says when they are done.
-		for i, e := range s.eps {
-			last := lists[i][len(lists[i])-1]
-			last.Flags |= uverbs.SendSignaled
-			last.ID = uint64(i) | drainID
-			if err := e.qp.PostSend(last); err != nil {
-				return nil, fmt.Errorf("post send on QP %d: %w", i, err)
-			}
-			scnt[i]++
-		}
-		for drained := 0; drained < q; {
+		drained := 0
+		reap := func() error {
 			n := s.scq.Poll(wcs)
 			for k := 0; k < n; k++ {
 				if err := wcs[k].Err(); err != nil {
-					return nil, err
+					return err
 				}
 				if wcs[k].WRID&drainID != 0 {
 					drained++
 				}
 			}
 			if n == 0 && s.stopped() {
-				return nil, s.stopErr()
+				return s.stopErr()
+			}
+			return nil
+		}
+		for i, e := range s.eps {
+			last := lists[i][len(lists[i])-1]
+			last.Flags |= uverbs.SendSignaled
+			last.ID = uint64(i) | drainID
+			for {
+				err := e.qp.PostSend(last)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, uverbs.ErrQueueFull) {
+					return nil, fmt.Errorf("post send on QP %d: %w", i, err)
+				}
+				// The ring frees as rxe completes the requests, signalled
+				// or not.
+				if err := reap(); err != nil {
+					return nil, err
+				}
+			}
+			scnt[i]++
+		}
+		for drained < q {
+			if err := reap(); err != nil {
+				return nil, err
 			}
 		}
 	}
