@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +99,7 @@ type Counters struct {
 	// tool under strace -c -f for all of them.
 	ReadCalls  uint64 `json:"syscr"`
 	WriteCalls uint64 `json:"syscw"`
-	Mallocs    uint64 `json:"mallocs"` // heap allocations (runtime/metrics)
+	Mallocs    uint64 `json:"mallocs"` // heap allocations (runtime.MemStats.Mallocs)
 }
 
 type snapshot struct {
@@ -109,16 +108,16 @@ type snapshot struct {
 	ok           bool
 }
 
-var allocSample = []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
-
 // takeSnapshot reads the counters. Reading /proc/self/io is itself one read,
-// which the next snapshot sees: sub removes it.
+// which the next snapshot sees: sub removes it. The allocation count comes
+// from runtime.ReadMemStats, which flushes every P's allocation cache first
+// (runtime/metrics counts small allocations only when a span is refilled, so
+// it would charge earlier allocations to the loop).
 func takeSnapshot() snapshot {
 	var s snapshot
-	metrics.Read(allocSample)
-	if allocSample[0].Value.Kind() == metrics.KindUint64 {
-		s.allocs = allocSample[0].Value.Uint64()
-	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.allocs = ms.Mallocs
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
 		return s

@@ -160,6 +160,7 @@ type Config struct {
 	Gbits      bool          // --report_gbits
 	JSON       bool          // --json: one JSON document on stdout instead of the table
 	CPUProfile string        // --cpuprofile FILE (pprof)
+	MemProfile string        // --memprofile FILE: every allocation (pprof alloc_objects)
 	Deadline   time.Duration // --timeout: give up after this long
 
 	explicit map[string]bool // flags given on the command line
@@ -246,6 +247,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	fs.BoolVar(&c.Gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec (MiB/s)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON document on stdout instead of the table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
+	fs.StringVar(&c.MemProfile, "memprofile", "", "record every allocation and write the pprof profile to `FILE`")
 	fs.DurationVar(&c.Deadline, "timeout", 10*time.Minute, "give up after this long")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), Usage, "\nFlags:\n")

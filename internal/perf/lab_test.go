@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -28,89 +27,105 @@ import (
 //	go run ./cmd/rdmalab test ./internal/perf
 //	go run ./cmd/rdmalab test --nodes 2 ./internal/perf
 
-// serveEnv makes the test binary an rdmaperf server (see TestMain): the
-// client's counters are per process, so the server must be another one.
-const serveEnv = "RDMAPERF_TEST_SERVE"
+// rdmaperfEnv makes the test binary run rdmaperf with the arguments it holds
+// (see TestMain): client and server run as processes of their own, as
+// rdmaperf does, so the per-process counters see only their own loop.
+const rdmaperfEnv = "RDMAPERF_TEST_ARGS"
 
 func TestMain(m *testing.M) {
-	if a := os.Getenv(serveEnv); a != "" {
-		os.Exit(serve(strings.Split(a, "\x1f")))
+	if a := os.Getenv(rdmaperfEnv); a != "" {
+		os.Exit(rdmaperfMain(strings.Split(a, "\x1f")))
 	}
 	os.Exit(m.Run())
 }
 
-func serve(args []string) int {
+func rdmaperfMain(args []string) int {
 	cfg, err := ParseArgs(args, os.Stderr)
 	if err == nil {
 		err = Run(context.Background(), cfg, os.Stdout, os.Stderr)
 	}
 	if err != nil {
-		os.Stderr.WriteString("rdmaperf server: " + err.Error() + "\n")
+		os.Stderr.WriteString("rdmaperf: " + err.Error() + "\n")
+		if notListening(err) {
+			return 75 // the client came before the server: try again
+		}
 		return 1
 	}
 	return 0
 }
 
-// pairRun runs args as server and client and returns the client's report
-// and the server's. With one node the server is a child process; with two,
-// node 0 serves (and gets no client report) and node 1 is the client.
+// rdmaperf runs one rdmaperf process and returns its stdout.
+func rdmaperf(ctx context.Context, args []string) ([]byte, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), rdmaperfEnv+"="+strings.Join(args, "\x1f"))
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), &procError{err: err, stderr: stderr.String()}
+	}
+	return out.Bytes(), nil
+}
+
+type procError struct {
+	err    error
+	stderr string
+}
+
+func (e *procError) Error() string { return e.err.Error() + ": " + strings.TrimSpace(e.stderr) }
+
+// retryable reports a client that found no server listening yet.
+func retryable(err error) bool {
+	var pe *procError
+	var ee *exec.ExitError
+	return errors.As(err, &pe) && errors.As(pe.err, &ee) && ee.ExitCode() == 75
+}
+
+// pairRun runs args as server and client and returns their reports. With two
+// nodes, node 0 serves (and gets no client report) and node 1 is the client.
 func pairRun(t *testing.T, e labtest.Env, port int, args ...string) (client, server *Report) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args = append(args, "--json", "-p", strconv.Itoa(port), "--timeout", "150s")
-	if os.Getenv("RDMALAB_NODES") == "2" {
-		if e.Node == "0" {
-			cfg, err := ParseArgs(args, io.Discard)
-			if err != nil {
-				t.Fatal(err)
+	two := os.Getenv("RDMALAB_NODES") == "2"
+	type res struct {
+		out []byte
+		err error
+	}
+	srv := make(chan res, 1)
+	if !two || e.Node == "0" {
+		go func() {
+			out, err := rdmaperf(ctx, args)
+			srv <- res{out, err}
+		}()
+	}
+	if !two || e.Node != "0" {
+		var out []byte
+		var err error
+		for try := 0; ; try++ {
+			out, err = rdmaperf(ctx, append(args, e.Peer))
+			if err == nil || try == 60 || !retryable(err) {
+				break
 			}
-			var out bytes.Buffer
-			if err := Run(ctx, cfg, &out, io.Discard); err != nil {
-				t.Fatalf("server: %v", err)
-			}
-			return nil, decodeReport(t, out.Bytes())
+			time.Sleep(250 * time.Millisecond)
 		}
-		return runClient(t, ctx, append(args, e.Peer)), nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.CommandContext(ctx, self)
-	srv.Env = append(os.Environ(), serveEnv+"="+strings.Join(args, "\x1f"))
-	var srvOut, srvErr bytes.Buffer
-	srv.Stdout, srv.Stderr = &srvOut, &srvErr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	client = runClient(t, ctx, append(args, e.Peer))
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("server: %v: %s", err, srvErr.Bytes())
-	}
-	return client, decodeReport(t, srvOut.Bytes())
-}
-
-// runClient runs the client, retrying while the server is not listening yet.
-func runClient(t *testing.T, ctx context.Context, args []string) *Report {
-	t.Helper()
-	cfg, err := ParseArgs(args, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	for try := 0; ; try++ {
-		out.Reset()
-		err = Run(ctx, cfg, &out, io.Discard)
-		if err == nil || try == 60 || !notListening(err) {
-			break
+		if err != nil {
+			t.Fatalf("client: %v", err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		client = decodeReport(t, out)
 	}
-	if err != nil {
-		t.Fatalf("client: %v", err)
+	if !two || e.Node == "0" {
+		r := <-srv
+		if r.err != nil {
+			t.Fatalf("server: %v", r.err)
+		}
+		server = decodeReport(t, r.out)
 	}
-	return decodeReport(t, out.Bytes())
+	return client, server
 }
 
 // notListening reports a client that came before its server.

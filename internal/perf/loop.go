@@ -115,7 +115,16 @@ func (s *session) startMeasure() measure {
 	return m
 }
 
-func (m measure) finish(r *SizeResult) {
+// measured is what finish found.
+type measured struct {
+	counters  Counters
+	doorbells uint64
+	seconds   float64
+}
+
+// finish reads the counters again. It allocates nothing before doing so:
+// the loop's results are built after it.
+func (m measure) finish() measured {
 	t1 := ticks()
 	snap := takeSnapshot()
 	var bells uint64
@@ -123,13 +132,18 @@ func (m measure) finish(r *SizeResult) {
 		bells += e.qp.Doorbells()
 	}
 	c := snap.sub(m.snap, m.s.snapCost)
-	if m.snap.ok {
-		r.Counters = &c
-	} else {
-		r.Counters = &Counters{Mallocs: c.Mallocs}
+	if !m.snap.ok {
+		c.ReadCalls, c.WriteCalls = 0, 0
 	}
-	r.Doorbells = bells - m.bells
-	r.Seconds = float64(t1-m.t0) / m.s.clock.MHz / 1e6
+	return measured{counters: c, doorbells: bells - m.bells, seconds: float64(t1-m.t0) / m.s.clock.MHz / 1e6}
+}
+
+// set records the measurement in r.
+func (d measured) set(r *SizeResult) {
+	c := d.counters
+	r.Counters = &c
+	r.Doorbells = d.doorbells
+	r.Seconds = d.seconds
 }
 
 // opcode is the work request of a test.
@@ -319,8 +333,9 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 			}
 		}
 	}
+	d := m.finish()
 	r := &SizeResult{Size: size, Ops: totS, Posts: posts, Polls: polls, Counts: scnt}
-	m.finish(r)
+	d.set(r)
 	var bw BWStats
 	var err error
 	if ph.on {
@@ -416,8 +431,9 @@ func (s *session) bwRecv(size int) (*SizeResult, *message, error) {
 			}
 		}
 	}
+	d := m.finish()
 	r := &SizeResult{Size: size, Ops: got, Polls: polls}
-	m.finish(r)
+	d.set(r)
 	if got > 1 {
 		bw, err := BWDuration(size, got, last-first, s.clock.MHz, c.Gbits)
 		if err != nil {
@@ -544,8 +560,9 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 			ph.count(1)
 		}
 	}
+	d := m.finish()
 	r := &SizeResult{Size: size, Ops: scnt, Posts: posts}
-	m.finish(r)
+	d.set(r)
 	return r, s.latResult(size, stamps, &ph, r)
 }
 
@@ -618,8 +635,9 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			return nil, s.loopErr(err)
 		}
 	}
+	d := m.finish()
 	r := &SizeResult{Size: size, Ops: scnt, Posts: posts, Counts: []uint64{scnt}}
-	m.finish(r)
+	d.set(r)
 	return r, s.latResult(size, stamps, &ph, r)
 }
 
@@ -655,8 +673,9 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 		}
 		ph.count(1)
 	}
+	d := m.finish()
 	r := &SizeResult{Size: size, Ops: scnt, Posts: scnt}
-	m.finish(r)
+	d.set(r)
 	return r, s.latResult(size, stamps, &ph, r)
 }
 

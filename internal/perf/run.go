@@ -77,6 +77,19 @@ func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if cfg.MemProfile != "" {
+		runtime.MemProfileRate = 1
+		defer func() {
+			f, ferr := os.Create(cfg.MemProfile)
+			if ferr == nil {
+				ferr = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if ferr != nil && err == nil {
+				err = ferr
+			}
+		}()
+	}
 	if cfg.Deadline > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.Deadline)
@@ -214,6 +227,9 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 		if _, err := s.ctrl.expect(ctx, kindReady); err != nil {
 			return nil, err
 		}
+		// Let the control channel's reader park again (its read attempt
+		// and, with -R, the completion wait) before the loop is measured.
+		time.Sleep(time.Millisecond)
 		r, err := s.runSize(size)
 		if err != nil {
 			return nil, fmt.Errorf("%v, %d bytes: %w", s.cfg.Test, size, err)
@@ -395,9 +411,10 @@ func (s *session) connTimeClient(ctx context.Context) (*Report, error) {
 			return nil, fmt.Errorf("connection %d: close: %w", i, err)
 		}
 	}
+	d := m.finish()
 	sum := Summarize(us)
 	r := &SizeResult{Conn: &sum, Ops: uint64(len(us))}
-	m.finish(r)
+	d.set(r)
 	if err := s.ctrl.send(&message{Kind: kindDone, Result: r}); err != nil {
 		return nil, err
 	}
