@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,7 +20,13 @@ import (
 func cmdBench(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("rdmalab bench", flag.ExitOnError)
 	o := lab.DefaultBenchOptions()
-	labFlags(fs, &o.Options, o.Timeout)
+	// labFlags' --nodes takes one count; bench takes a list.
+	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "kernel: 6.1 (Debian 12) or 6.12 (Debian 13)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of each boot (all runs on one topology)")
+	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
+	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
+	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
+	o.Log = os.Stderr
 	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {
 		v, err := intList(s)
 		o.Topologies = v

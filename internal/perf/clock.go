@@ -100,12 +100,20 @@ type Counters struct {
 	ReadCalls  uint64 `json:"syscr"`
 	WriteCalls uint64 `json:"syscw"`
 	Mallocs    uint64 `json:"mallocs"` // heap allocations (runtime.MemStats.Mallocs)
+	// Context switches of all the process's threads (getrusage): voluntary
+	// (a thread blocked: the Go scheduler parking or sleeping) and
+	// involuntary (preempted by the kernel), and the CPU time used.
+	VolCtxSw   uint64  `json:"vcsw"`
+	InvolCtxSw uint64  `json:"ivcsw"`
+	UserSec    float64 `json:"user_sec"`
+	SysSec     float64 `json:"sys_sec"`
 }
 
 type snapshot struct {
 	syscr, syscw uint64
 	allocs       uint64
 	ok           bool
+	ru           rusage
 }
 
 // takeSnapshot reads the counters. Reading /proc/self/io is itself one read,
@@ -118,6 +126,7 @@ func takeSnapshot() snapshot {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.allocs = ms.Mallocs
+	s.ru = getRusage()
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
 		return s
@@ -155,6 +164,10 @@ func (s snapshot) sub(s0 snapshot, cost snapshot) Counters {
 		ReadCalls:  d(s.syscr, s0.syscr, cost.syscr),
 		WriteCalls: d(s.syscw, s0.syscw, cost.syscw),
 		Mallocs:    d(s.allocs, s0.allocs, cost.allocs),
+		VolCtxSw:   d(s.ru.vcsw, s0.ru.vcsw, 0),
+		InvolCtxSw: d(s.ru.ivcsw, s0.ru.ivcsw, 0),
+		UserSec:    s.ru.user - s0.ru.user,
+		SysSec:     s.ru.sys - s0.ru.sys,
 	}
 }
 

@@ -5,7 +5,9 @@ package perf
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/uverbs"
@@ -30,6 +32,48 @@ const spinCheck = 1024
 // control message arrived.
 func (s *session) stopped() bool {
 	return s.abort.Load() || s.ctrl.pending.Load() != 0
+}
+
+// settle starts a size from a finished garbage collection, as testing.B
+// does: the loops allocate nothing, so no cycle then runs during the
+// measurement (a cycle left over from the setup would take a P for its mark
+// worker and stop the loop for its phase changes). It also waits for the
+// finalizers and cleanups the collection queued, which run on goroutines of
+// their own and would otherwise allocate while the loop is measured.
+func settle() {
+	fin, clean := make(chan struct{}), make(chan struct{})
+	a, b := new([32]byte), new([32]byte)
+	runtime.SetFinalizer(a, func(*[32]byte) { close(fin) })
+	runtime.AddCleanup(b, func(ch chan struct{}) { close(ch) }, clean)
+	a, b = nil, nil
+	runtime.GC()
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	for _, ch := range []chan struct{}{fin, clean} {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// yieldEvery is how often the loops give the scheduler a turn.
+const yieldEvery = 2 * time.Millisecond
+
+// yield calls runtime.Gosched every couple of milliseconds. A goroutine that
+// never reschedules is preempted by force after 10 ms (sysmon's retake);
+// when that lands in a doorbell write(2), sysmon also takes the goroutine's
+// P, the write returns to a thread without one (a hand-off through the
+// scheduler, futex wake-ups), and sysmon drops back to waking every 20 µs.
+// On the lab's 2-CPU guests, whose clock source makes every nanotime a
+// system call, that costs the kernel's rxe work CPU time. A voluntary turn
+// well inside the 10 ms avoids all of it for a few microseconds.
+func (s *session) yield() {
+	if now := ticks(); now >= s.yieldAt {
+		runtime.Gosched()
+		s.yieldAt = ticks() + s.yieldTicks
+	}
 }
 
 // Phases of a -D run: warm-up, sample, cool-down (perftest's START_STATE,
@@ -106,6 +150,8 @@ type measure struct {
 }
 
 func (s *session) startMeasure() measure {
+	s.yieldTicks = int64(float64(yieldEvery.Microseconds()) * s.clock.MHz)
+	s.yieldAt = ticks() + s.yieldTicks
 	m := measure{s: s}
 	for _, e := range s.eps {
 		m.bells += e.qp.Doorbells()
@@ -287,6 +333,7 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 		if s.stopped() {
 			return nil, s.stopErr()
 		}
+		s.yield()
 	}
 	if ph.on {
 		// Unsignaled requests may still be in flight: one signaled request
@@ -406,6 +453,9 @@ func (s *session) bwRecv(size int) (*SizeResult, *message, error) {
 				return nil, nil, fmt.Errorf("post recv: %w", err)
 			}
 		}
+		if n == 0 {
+			s.yield()
+		}
 		if n == 0 && s.stopped() {
 			if s.abort.Load() {
 				return nil, nil, errStopped
@@ -468,11 +518,14 @@ func (s *session) waitByte(w byteWatch, v byte) error {
 		if w.load() == v {
 			return nil
 		}
-		if spins%spinCheck == 0 && s.stopped() {
-			if w.load() == v {
-				return nil
+		if spins%spinCheck == 0 {
+			s.yield()
+			if s.stopped() {
+				if w.load() == v {
+					return nil
+				}
+				return errStopped
 			}
-			return errStopped
 		}
 	}
 }
@@ -483,11 +536,14 @@ func (s *session) pollOne(cq *uverbs.CQ, wcs []uverbs.WC) error {
 		if cq.Poll(wcs[:1]) == 1 {
 			return wcs[0].Err()
 		}
-		if spins%spinCheck == 0 && s.stopped() {
-			if cq.Poll(wcs[:1]) == 1 {
-				return wcs[0].Err()
+		if spins%spinCheck == 0 {
+			s.yield()
+			if s.stopped() {
+				if cq.Poll(wcs[:1]) == 1 {
+					return wcs[0].Err()
+				}
+				return errStopped
 			}
-			return errStopped
 		}
 	}
 }
@@ -542,6 +598,7 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 			}
 		}
 		if ph.on || scnt < iters {
+			s.yield()
 			if !ph.on {
 				stamps[scnt] = ticks()
 			}
@@ -601,6 +658,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			}
 		}
 		if ph.on || scnt < iters {
+			s.yield()
 			if !ph.on {
 				stamps[scnt] = ticks()
 			}
@@ -661,6 +719,7 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 		if ph.on && ph.tick() {
 			break
 		}
+		s.yield()
 		if !ph.on {
 			stamps[scnt] = ticks()
 		}

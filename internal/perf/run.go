@@ -259,6 +259,7 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 // prepare clears the receive halves (stale bytes would end a latency spin
 // early) and fills the receive queues of the send tests.
 func (s *session) prepare() error {
+	settle()
 	for _, e := range s.eps {
 		clear(e.recvArea())
 		clear(e.sendArea())

@@ -64,11 +64,13 @@ type session struct {
 	gid      uverbs.GIDEntry
 	outReads int
 
-	trace    io.Writer // RDMAPERF_TRACE: timed setup steps
-	t0       time.Time
-	abort    atomic.Bool // the context ended
-	snapCost snapshot
-	setup    time.Duration // connecting the QPs
+	trace      io.Writer // RDMAPERF_TRACE: timed setup steps
+	t0         time.Time
+	abort      atomic.Bool // the context ended
+	yieldAt    int64       // ticks of the next scheduler turn (yield)
+	yieldTicks int64
+	snapCost   snapshot
+	setup      time.Duration // connecting the QPs
 }
 
 // tracef notes a setup step with the time since the start.

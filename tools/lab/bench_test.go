@@ -1,0 +1,294 @@
+// Copyright 2026 The rdmago Authors.
+
+package lab
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmago/rdmago/internal/perf"
+)
+
+func TestParseHostBench(t *testing.T) {
+	out := `goos: linux
+goarch: amd64
+pkg: github.com/rdmago/rdmago/uverbs
+cpu: Intel(R) Xeon(R) Processor @ 2.60GHz
+BenchmarkPostPoll/list1-2         	 4188312	       281.3 ns/op	         3.555 Mwr/s	       0 B/op	       0 allocs/op
+BenchmarkPostPoll/list1-2         	 4301100	       279.0 ns/op	         3.584 Mwr/s	       0 B/op	       0 allocs/op
+BenchmarkPostPoll/list1-2         	 4188312	       290.0 ns/op	         3.448 Mwr/s	       0 B/op	       0 allocs/op
+BenchmarkPostPoll/list16-2        	  300000	      3200 ns/op	         5.000 Mwr/s	       0 B/op	       0 allocs/op
+PASS
+ok  	github.com/rdmago/rdmago/uverbs	9.1s
+`
+	hb := parseHostBench(out)
+	if len(hb) != 2 {
+		t.Fatalf("got %+v", hb)
+	}
+	if hb[0].Name != "BenchmarkPostPoll/list1" || hb[0].NsPerOp != 281.3 || hb[0].Runs != 3 || hb[0].AllocsPerOp != 0 || hb[0].NsPerWR != 281.3 {
+		t.Errorf("list1: %+v", hb[0])
+	}
+	if hb[1].NsPerWR != 200 {
+		t.Errorf("list16: %v ns per work request, want 3200/16", hb[1].NsPerWR)
+	}
+}
+
+func TestStraceCalls(t *testing.T) {
+	out := `% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 52.63    0.010000          10      1012           write
+ 30.00    0.006000          45       200        12 futex
+ 17.37    0.003000           3        40           ioctl
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.019000          15      1252        12 total
+`
+	m, err := straceCalls(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["write"] != 1012 || m["futex"] != 200 || m["ioctl"] != 40 || len(m) != 3 {
+		t.Errorf("got %v", m)
+	}
+	if _, err := straceCalls("strace: exec: No such file or directory\n"); err == nil {
+		t.Error("output without a table accepted")
+	}
+}
+
+// cmtime 44's output, as the lab printed it.
+const cmtimeOut = `creating id
+resolving address
+resolving route
+creating qp
+connecting
+disconnecting
+destroying id
+step              total ms     max ms     min us  us / conn
+create id    :        0.14       0.10     104.00     145.00
+resolve addr :        9.97       9.50    9503.00    9974.00
+resolve route:        5.71       5.66    5655.00    5705.00
+create qp    :        3.79       3.74    3742.00    3787.00
+connect      :      301.19     176.50  176497.00  301194.00
+disconnect   :        7.09       3.93    3933.00    7093.00
+destroy      :        0.32       0.29     291.00     324.00
+`
+
+func TestParseCmtime(t *testing.T) {
+	m, err := parseCmtime(cmtimeOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"create id": 104, "resolve addr": 9503, "resolve route": 5655, "create qp": 3742, "connect": 176497, "disconnect": 3933, "destroy": 291}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s: %v, want %v", k, m[k], v)
+		}
+	}
+	if _, err := parseCmtime(strings.Replace(cmtimeOut, "connect      :", "kaboom:", 1)); err == nil {
+		t.Error("missing connect step accepted")
+	}
+}
+
+func TestCaseStatsAndGoals(t *testing.T) {
+	bw := &benchCase{Test: "write_bw", Size: 4096,
+		Go: []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 12}, {Rep: 3, Value: 11}},
+		C:  []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 10}, {Rep: 3, Value: 11}}}
+	s := caseStatsOf(bw)
+	if s.GoMedian != 11 || s.CMedian != 10 || s.Ratio != 1.1 || s.RatioMin != 1 || s.RatioMax != 1.2 || s.Pairs != 3 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Goal != "≥ 1.00" || s.Verdict != "met" {
+		t.Errorf("goal %q %q", s.Goal, s.Verdict)
+	}
+	// Small bandwidth messages have no goal.
+	small := *bw
+	small.Size = 64
+	if s := caseStatsOf(&small); s.Goal != "" || s.Verdict != "" {
+		t.Errorf("64 B: %+v", s)
+	}
+	// Latency: lower is better; 1.10 misses 1.05, but one rep's 1.0 puts
+	// the goal within the spread.
+	lat := &benchCase{Test: "write_lat", Size: 2,
+		Go: []sample{{Rep: 1, Value: 11}, {Rep: 2, Value: 11}, {Rep: 3, Value: 10}},
+		C:  []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 10}, {Rep: 3, Value: 10}}}
+	if s := caseStatsOf(lat); s.Goal != "≤ 1.05" || s.Ratio != 1.1 || s.Verdict != "within spread" {
+		t.Errorf("latency %+v", s)
+	}
+	lat.Go[2].Value = 12
+	if s := caseStatsOf(lat); s.Verdict != "not met" {
+		t.Errorf("latency %+v", s)
+	}
+	// A tool with no sample: no ratio, no verdict.
+	none := &benchCase{Test: "read_lat", Size: 2, C: []sample{{Rep: 1, Value: 3}}}
+	if s := caseStatsOf(none); s.Ratio != 0 || s.Verdict != "" || s.Pairs != 0 {
+		t.Errorf("no rdmago samples: %+v", s)
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"/x/rdmaperf", "write_bw", "-s", "64", "it's", "a b", ""})
+	want := `/x/rdmaperf write_bw -s 64 'it'\''s' 'a b' ''`
+	if got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+func TestPairScripts(t *testing.T) {
+	b := &bencher{nodes: 1}
+	one := b.pairScripts([]string{"ib_write_bw", "-s", "64"}, []string{"ib_write_bw", "-s", "64", "10.77.0.1"}, "", 60e9)(0)
+	for _, want := range []string{"timeout -k 5 60 ib_write_bw -s 64 > /tmp/bench.srv 2>&1 &", "ib_write_bw -s 64 10.77.0.1 > /tmp/bench.cli", "@@client rc=", "@@server rc=", "wait $spid", retryPattern} {
+		if !strings.Contains(one, want) {
+			t.Errorf("one-node script lacks %q:\n%s", want, one)
+		}
+	}
+	b.nodes = 2
+	f := b.pairScripts([]string{"srv"}, []string{"cli", "peer"}, "strace -f -c -o /tmp/bench.strace ", 60e9)
+	srv, cli := f(0), f(1)
+	if strings.Contains(srv, "cli") || !strings.Contains(srv, "@@server rc=") {
+		t.Errorf("node 0 script:\n%s", srv)
+	}
+	if strings.Contains(cli, " srv ") || !strings.Contains(cli, "strace -f -c -o /tmp/bench.strace cli peer") || !strings.Contains(cli, "@@strace") {
+		t.Errorf("node 1 script:\n%s", cli)
+	}
+}
+
+func testReport() *BenchReport {
+	r := &BenchReport{Kernel: "6.1.0-56-amd64", Topologies: []int{1, 2}, Reps: 2, ClockMHz: map[string]string{"1 node(s), node 0": "2597.551"},
+		Options: benchOptionsJSON{Tests: []string{"write_bw", "write_lat"}, BWSizes: []int{64, 4096}, LatSizes: []int{2}}}
+	for _, n := range []int{1, 2} {
+		for _, size := range []int{64, 4096, 65536} {
+			c := &benchCase{Nodes: n, Test: "write_bw", Size: size, Iters: 100, Metric: "BW average [MB/sec]"}
+			for rep := 1; rep <= 2; rep++ {
+				v := float64(size) / 1000 * float64(rep)
+				c.Go = append(c.Go, sample{Rep: rep, Value: v, Run: &perf.SizeResult{Posts: 100, Doorbells: 100, Counters: &perf.Counters{}}})
+				c.C = append(c.C, sample{Rep: rep, Value: v * 0.9})
+			}
+			c.Stats = caseStatsOf(c)
+			r.Cases = append(r.Cases, c)
+		}
+		lat := &benchCase{Nodes: n, Test: "write_lat", Size: 2, Iters: 100, Metric: "t_typical [usec]",
+			Go: []sample{{Rep: 1, Value: 20}, {Rep: 2, Value: 22}}, C: []sample{{Rep: 1, Value: 19}, {Rep: 2, Value: 21}}}
+		lat.Stats = caseStatsOf(lat)
+		r.Cases = append(r.Cases, lat)
+	}
+	r.Syscalls = []*syscallCase{
+		{Nodes: 1, Test: "write_bw", Size: 64, Tool: "rdmago", Iters: [2]int{200, 1200}, PerOp: map[string]float64{"write": 1}, Total: 1},
+		{Nodes: 1, Test: "write_bw", Size: 64, Tool: "C", Iters: [2]int{200, 1200}, PerOp: map[string]float64{"write": 1}, Total: 1},
+	}
+	r.Conn = []*connCase{{Nodes: 1, Go: perf.Summary{N: 2, Median: 150000}, C: perf.Summary{N: 2, Median: 190000}, CStep: map[string]perf.Summary{"connect": {Median: 170000}}}}
+	r.Host = []hostBench{{Name: "BenchmarkPostPoll/list1", NsPerOp: 281.3, NsPerWR: 281.3, Runs: 5}}
+	return r
+}
+
+func TestBenchMarkdown(t *testing.T) {
+	md := benchMarkdown(testReport())
+	for _, want := range []string{
+		"## One VM (rxe loopback)", "## Two VMs",
+		"| write_bw | 4 KiB | 100 | BW average [MB/sec] | 6.14 [4.10–8.19] | 5.53 [3.69–7.37] | **1.11** [1.11–1.11] | ≥ 1.00 met |",
+		"| write_lat | 2 B | 100 | t_typical [usec] | 21.0 [20.0–22.0] | 20.0 [19.0–21.0] | **1.05** [1.05–1.05] | ≤ 1.05 met |",
+		"BW ratio ≥ 1.00 from 4 KiB up (write/read/send) | 4 of 4 cases met",
+		"at most 0 heap allocations in any measured loop",
+		"doorbells per post: at most 1.000",
+		"1 VM write_bw: rdmaperf 1.000/op vs ib_write_bw 1.000/op",
+		"| one VM (rxe loopback) | 150000 [–––] (n=2) | 190000 [–––] (n=2) | 0.79 |",
+		"| BenchmarkPostPoll/list1 | 281.3 | 281.3 | 0 | 0 |",
+		"go run ./cmd/rdmalab bench --kernel 6.1 --nodes 1,2 --reps 2",
+		"![bandwidth vs message size](bw.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(md)
+	}
+}
+
+func TestBWChart(t *testing.T) {
+	b, err := bwChart(testReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Bounds().Dx() != 900 || img.Bounds().Dy() != 20+2*430 {
+		t.Errorf("size %v", img.Bounds())
+	}
+	// The write_bw series is drawn: pixels of its colour exist in each panel.
+	want := testColor["write_bw"]
+	for panel := 0; panel < 2; panel++ {
+		found := 0
+		for y := 10 + panel*430; y < 10+(panel+1)*430; y++ {
+			for x := 0; x < 900; x++ {
+				r, g, bb, _ := img.At(x, y).RGBA()
+				if uint8(r>>8) == want.R && uint8(g>>8) == want.G && uint8(bb>>8) == want.B {
+					found++
+				}
+			}
+		}
+		if found < 200 {
+			t.Errorf("panel %d: %d pixels of the write_bw colour", panel, found)
+		}
+	}
+	// Every character the chart writes has a glyph.
+	for _, s := range []string{"BW AVERAGE VS MESSAGE SIZE - " + strings.ToUpper(topoName(2)), "MB/S (MIB/S)", "MESSAGE SIZE (BYTES)", "RDMAGO", "PERFTEST", "WRITE_BW", "0.1234567890"} {
+		for _, r := range strings.ToUpper(s) {
+			if _, ok := font5x7[r]; !ok {
+				t.Errorf("no glyph for %q (in %q)", r, s)
+			}
+		}
+	}
+	if dir := os.Getenv("BENCH_PNG_OUT"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "test-bw.png"), b, 0o644)
+	}
+}
+
+func TestBenchOptionsCheck(t *testing.T) {
+	o := DefaultBenchOptions()
+	if err := o.check(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, mod := range []func(*BenchOptions){
+		func(o *BenchOptions) { o.Reps = 0 },
+		func(o *BenchOptions) { o.Topologies = []int{3} },
+		func(o *BenchOptions) { o.Tests = []string{"write_bandwidth"} },
+		func(o *BenchOptions) { o.Tests = []string{"conn_time"} },
+		func(o *BenchOptions) { o.BWSizes = []int{0} },
+		func(o *BenchOptions) { o.LatIters = 2 },
+	} {
+		o := DefaultBenchOptions()
+		mod(&o)
+		if err := o.check(); err == nil {
+			t.Errorf("accepted %+v", o)
+		}
+	}
+}
+
+func TestBenchCases(t *testing.T) {
+	o := DefaultBenchOptions()
+	b := &bencher{o: o}
+	cs := b.cases(1)
+	// 3 BW tests x 3 sizes + 3 latency tests x 2 sizes + 2 atomics.
+	if len(cs) != 9+6+2 {
+		t.Fatalf("%d cases", len(cs))
+	}
+	for _, c := range cs {
+		if c.Test == "write_bw" && c.Size == 64 && c.Iters != o.MaxIters {
+			t.Errorf("64 B runs %d iterations, want the cap %d", c.Iters, o.MaxIters)
+		}
+		if c.Test == "write_bw" && c.Size == 65536 && c.Iters != 100 {
+			t.Errorf("64 KiB runs %d iterations, want 4 MiB / 64 KiB = 64 raised to %d", c.Iters, o.MinIters)
+		}
+		if c.Test == "atomic_lat" && (c.Size != 8 || c.Atomic == "") {
+			t.Errorf("atomic case %+v", c)
+		}
+	}
+	if two := b.cases(2); two[len(two)-1].Iters != o.LatIters2 {
+		t.Errorf("two-VM latency iterations %d, want %d", two[len(two)-1].Iters, o.LatIters2)
+	}
+}
