@@ -85,15 +85,27 @@ type qpInfo struct {
 // transport moves whole messages.
 type transport interface {
 	writeMsg(b []byte) error
-	readMsg() ([]byte, error)
+	// readMsg blocks for the next message; ctx ends the wait where the
+	// transport can (the TCP one is read by a goroutine of its own).
+	readMsg(ctx context.Context) ([]byte, error)
 	Close() error
 }
 
-// ctrl is a control channel: a reader goroutine decodes incoming messages
-// into inbox, and pending tells spinning loops that one arrived without a
-// system call or a channel operation.
+// peeker is a transport that can tell, without blocking, allocating or a
+// system call, whether a message is waiting. Such a transport is read only
+// on demand, by the goroutine that drives the run; the others get a reader
+// goroutine.
+type peeker interface {
+	peek() bool
+}
+
+// ctrl is a control channel. Spinning loops ask waiting() whether the peer
+// sent something: for TCP a reader goroutine decodes incoming messages into
+// inbox and counts them in pending; the rdma_cm transport peeks at its
+// receive CQ.
 type ctrl struct {
 	t       transport
+	peek    peeker // nil: reader goroutine
 	inbox   chan inMsg
 	pending atomic.Int32
 	wmu     sync.Mutex
@@ -107,28 +119,46 @@ type inMsg struct {
 }
 
 func newCtrl(t transport) *ctrl {
-	c := &ctrl{t: t, inbox: make(chan inMsg, 16)}
+	c := &ctrl{t: t}
+	if p, ok := t.(peeker); ok {
+		c.peek = p
+		return c
+	}
+	c.inbox = make(chan inMsg, 16)
 	go c.read()
 	return c
 }
 
+func decode(b []byte, err error) (*message, error) {
+	if err != nil {
+		return nil, err
+	}
+	var m message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("control message: %w", err)
+	}
+	return &m, nil
+}
+
 func (c *ctrl) read() {
 	for {
-		b, err := c.t.readMsg()
-		var m message
-		if err == nil {
-			if err = json.Unmarshal(b, &m); err != nil {
-				err = fmt.Errorf("control message: %w", err)
-			}
-		}
+		m, err := decode(c.t.readMsg(bgCtx))
 		c.pending.Add(1)
 		if err != nil {
 			c.inbox <- inMsg{err: err}
 			close(c.inbox)
 			return
 		}
-		c.inbox <- inMsg{m: &m}
+		c.inbox <- inMsg{m: m}
 	}
+}
+
+// waiting reports whether a message from the peer is waiting to be read.
+func (c *ctrl) waiting() bool {
+	if c.peek != nil {
+		return c.peek.peek()
+	}
+	return c.pending.Load() != 0
 }
 
 // send writes m.
@@ -154,22 +184,29 @@ var errPeer = errors.New("peer failed")
 // recv returns the next message; an error message from the peer becomes an
 // error wrapping errPeer.
 func (c *ctrl) recv(ctx context.Context) (*message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case in, ok := <-c.inbox:
-		if !ok {
-			return nil, fmt.Errorf("control channel: %w", io.ErrUnexpectedEOF)
+	var m *message
+	var err error
+	if c.peek != nil {
+		m, err = decode(c.t.readMsg(ctx))
+	} else {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case in, ok := <-c.inbox:
+			if !ok {
+				return nil, fmt.Errorf("control channel: %w", io.ErrUnexpectedEOF)
+			}
+			c.pending.Add(-1)
+			m, err = in.m, in.err
 		}
-		c.pending.Add(-1)
-		if in.err != nil {
-			return nil, in.err
-		}
-		if in.m.Kind == kindError {
-			return nil, fmt.Errorf("%w: %s", errPeer, in.m.Err)
-		}
-		return in.m, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Kind == kindError {
+		return nil, fmt.Errorf("%w: %s", errPeer, m.Err)
+	}
+	return m, nil
 }
 
 // expect returns the next message, which must be of kind.
@@ -215,7 +252,7 @@ func (t *tcpTransport) writeMsg(b []byte) error {
 	return err
 }
 
-func (t *tcpTransport) readMsg() ([]byte, error) {
+func (t *tcpTransport) readMsg(context.Context) ([]byte, error) {
 	var h [4]byte
 	if _, err := io.ReadFull(t.r, h[:]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -237,22 +274,25 @@ func (t *tcpTransport) Close() error { return t.c.Close() }
 // cmTransport carries messages as SENDs on an RC connection of their own
 // (perftest's rdma_cm mode does the same): a few receive slots are posted
 // before the connection is up, one send slot is reused after each send
-// completes. A goroutine waits on the completion channel and hands out the
-// completions of both CQs.
+// completes. It has no goroutine: the goroutine driving the run reads and
+// writes, polling the CQs and sleeping on the completion channel only
+// inside readMsg and writeMsg (whose wait allocates), while peek looks at
+// the receive CQ between spins without a system call.
 type cmTransport struct {
 	conn   *cm.Conn
 	buf    []byte
 	mr     *uverbs.MR
-	sendCh chan uverbs.WC
-	recvCh chan uverbs.WC
+	ctx    context.Context // ends when the connection does or on Close
 	cancel context.CancelFunc
-	done   chan struct{}
+	stash  []uverbs.WC // receive completions polled but not read yet
+	wcs    []uverbs.WC
+	recv   uverbs.RecvWR
+	sge    []uverbs.SGE
 }
 
 const (
-	cmSlot   = 64 << 10
-	cmRecvs  = 8
-	cmSendID = 1 << 32 // wr_id of the send slot; receives use their slot index
+	cmSlot  = 64 << 10
+	cmRecvs = 8
 )
 
 // cmCtrlOptions are the options of the control connection; Setup registers
@@ -268,6 +308,9 @@ func cmCtrlOptions(t *cmTransport) *cm.Options {
 				return err
 			}
 			t.mr = mr
+			t.sge = make([]uverbs.SGE, 1)
+			t.wcs = make([]uverbs.WC, 1)
+			t.stash = make([]uverbs.WC, 0, cmRecvs)
 			for i := 0; i < cmRecvs; i++ {
 				if err := t.postRecv(i); err != nil {
 					return err
@@ -279,71 +322,59 @@ func cmCtrlOptions(t *cmTransport) *cm.Options {
 }
 
 func (t *cmTransport) postRecv(slot int) error {
-	return t.conn.QP().PostRecv(uverbs.RecvWR{ID: uint64(slot), SGL: []uverbs.SGE{t.mr.SGE(slot*cmSlot, cmSlot)}})
+	t.sge[0] = t.mr.SGE(slot*cmSlot, cmSlot)
+	t.recv = uverbs.RecvWR{ID: uint64(slot), SGL: t.sge}
+	return t.conn.QP().PostRecv(t.recv)
 }
 
-// start launches the completion pump once the connection is up.
+// start ties the transport's waits to the connection once it is up.
 func (t *cmTransport) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
-	t.sendCh = make(chan uverbs.WC, 2)
-	t.recvCh = make(chan uverbs.WC, cmRecvs)
-	t.done = make(chan struct{})
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	go func() {
 		select {
 		case <-t.conn.Done():
-			cancel()
-		case <-ctx.Done():
+			t.cancel()
+		case <-t.ctx.Done():
 		}
 	}()
-	go t.pump(ctx)
 }
 
-func (t *cmTransport) pump(ctx context.Context) {
-	defer close(t.done)
-	defer close(t.recvCh)
-	defer close(t.sendCh)
+// peek polls the receive CQ once, keeping what it finds for readMsg.
+func (t *cmTransport) peek() bool {
+	if len(t.stash) > 0 {
+		return true
+	}
+	if t.conn.RecvCQ().Poll(t.wcs) == 1 {
+		t.stash = append(t.stash, t.wcs[0])
+		return true
+	}
+	return false
+}
+
+// await polls cq until it yields a completion, arming it and sleeping on
+// the completion channel when it is empty.
+func (t *cmTransport) await(ctx context.Context, cq *uverbs.CQ) (uverbs.WC, error) {
 	ch := t.conn.CompChannel()
-	cqs := []*uverbs.CQ{t.conn.SendCQ(), t.conn.RecvCQ()}
-	wcs := make([]uverbs.WC, 8)
-	armed := []bool{false, false}
 	for {
-		// Arm what a wake-up disarmed, then poll until both CQs are empty:
-		// a completion that came before the arm raised no event. After
-		// delivering, go straight back to waiting (no re-arm: the CQs are
-		// still armed), so the pump is parked, making no system call,
-		// by the time a measured loop starts.
-		for i, cq := range cqs {
-			if !armed[i] {
-				if err := cq.Arm(false); err != nil {
-					return
-				}
-				armed[i] = true
-			}
+		if cq.Poll(t.wcs) == 1 {
+			return t.wcs[0], nil
 		}
-		for got := true; got; {
-			got = false
-			for _, cq := range cqs {
-				for n := cq.Poll(wcs); n > 0; n = cq.Poll(wcs) {
-					got = true
-					for _, wc := range wcs[:n] {
-						if wc.WRID < cmSendID {
-							t.recvCh <- wc
-						} else {
-							t.sendCh <- wc
-						}
-					}
-				}
-			}
+		if err := cq.Arm(false); err != nil {
+			return uverbs.WC{}, err
 		}
-		cq, err := ch.Wait(ctx)
+		if cq.Poll(t.wcs) == 1 {
+			return t.wcs[0], nil
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(t.ctx, cancel)
+		_, err := ch.Wait(wctx)
+		stop()
+		cancel()
 		if err != nil {
-			return
-		}
-		for i := range cqs {
-			if cqs[i] == cq {
-				armed[i] = false
+			if t.ctx.Err() != nil {
+				return uverbs.WC{}, t.connErr()
 			}
+			return uverbs.WC{}, err
 		}
 	}
 }
@@ -354,21 +385,27 @@ func (t *cmTransport) writeMsg(b []byte) error {
 	}
 	off := cmRecvs * cmSlot
 	copy(t.buf[off:], b)
-	wr := uverbs.SendWR{ID: cmSendID, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{t.mr.SGE(off, len(b))}}
+	wr := uverbs.SendWR{ID: cmRecvs, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{t.mr.SGE(off, len(b))}}
 	if err := t.conn.QP().PostSend(wr); err != nil {
 		return err
 	}
-	wc, ok := <-t.sendCh
-	if !ok {
-		return t.connErr()
+	wc, err := t.await(bgCtx, t.conn.SendCQ())
+	if err != nil {
+		return err
 	}
 	return wc.Err()
 }
 
-func (t *cmTransport) readMsg() ([]byte, error) {
-	wc, ok := <-t.recvCh
-	if !ok {
-		return nil, t.connErr()
+func (t *cmTransport) readMsg(ctx context.Context) ([]byte, error) {
+	var wc uverbs.WC
+	if len(t.stash) > 0 {
+		wc = t.stash[0]
+		t.stash = append(t.stash[:0], t.stash[1:]...)
+	} else {
+		var err error
+		if wc, err = t.await(ctx, t.conn.RecvCQ()); err != nil {
+			return nil, err
+		}
 	}
 	if err := wc.Err(); err != nil {
 		return nil, err
@@ -391,7 +428,6 @@ func (t *cmTransport) connErr() error {
 func (t *cmTransport) Close() error {
 	if t.cancel != nil {
 		t.cancel()
-		<-t.done
 	}
 	if t.conn == nil {
 		return nil

@@ -61,10 +61,16 @@ func rdmaperf(ctx context.Context, args []string) ([]byte, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, self)
+	// With RDMAPERF_ALLOCTRACE=1 in the environment a loop that allocates
+	// says where on stderr, which the test passes on.
 	cmd.Env = append(os.Environ(), rdmaperfEnv+"="+strings.Join(args, "\x1f"))
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	if strings.Contains(stderr.String(), "during the measured loop") {
+		os.Stderr.Write(stderr.Bytes())
+	}
+	if err != nil {
 		return out.Bytes(), &procError{err: err, stderr: stderr.String()}
 	}
 	return out.Bytes(), nil
@@ -142,25 +148,37 @@ func decodeReport(t *testing.T, b []byte) *Report {
 	return &r
 }
 
-// checkCounters: one doorbell per post, no allocation in the loop, and no
-// read-class system call per poll (a handful from the Go runtime and the
-// measurement itself at most).
+// background is how many allocations and read/write-class system calls of
+// the process's other goroutines a loop may see: the counters are per
+// process, and the Go runtime's finalizers, timers and the control
+// channel's reader occasionally run during a loop. Anything per operation
+// would be hundreds here (the loops run 100 to 400 operations).
+const background = 16
+
+// checkCounters: one doorbell per post, no allocation and no read-class
+// system call per operation (polling is a memory read), and no write but
+// the doorbells.
 func checkCounters(t *testing.T, r *SizeResult, wantBells uint64) {
 	t.Helper()
 	if r.Doorbells != wantBells {
 		t.Errorf("%d bytes: %d doorbells, want %d (one per post)", r.Bytes(), r.Doorbells, wantBells)
 	}
+	checkLoopCounters(t, r)
+}
+
+func checkLoopCounters(t *testing.T, r *SizeResult) {
+	t.Helper()
 	c := r.Counters
 	if c == nil {
 		t.Fatalf("%d bytes: no counters", r.Bytes())
 	}
-	if c.Mallocs != 0 {
-		t.Errorf("%d bytes: %d heap allocations in the measured loop, want 0", r.Bytes(), c.Mallocs)
+	if c.Mallocs > background {
+		t.Errorf("%d bytes: %d heap allocations in a loop of %d operations: the data path allocates (RDMAPERF_ALLOCTRACE=1 says where)", r.Bytes(), c.Mallocs, r.Ops)
 	}
-	if c.WriteCalls < r.Doorbells || c.WriteCalls > r.Doorbells+16 {
+	if c.WriteCalls < r.Doorbells || c.WriteCalls > r.Doorbells+background {
 		t.Errorf("%d bytes: %d write(2)-class calls for %d doorbells", r.Bytes(), c.WriteCalls, r.Doorbells)
 	}
-	if c.ReadCalls > 16 {
+	if c.ReadCalls > background {
 		t.Errorf("%d bytes: %d read(2)-class calls in the loop (%d polls): polling must not make system calls", r.Bytes(), c.ReadCalls, r.Polls)
 	}
 }
@@ -274,9 +292,7 @@ func TestLabOtherTests(t *testing.T) {
 			if r.Doorbells != r.Posts {
 				t.Errorf("%d doorbells for %d posts", r.Doorbells, r.Posts)
 			}
-			if r.Counters == nil || r.Counters.Mallocs != 0 {
-				t.Errorf("allocations in the loop: %+v", r.Counters)
-			}
+			checkLoopCounters(t, r)
 		})
 	}
 }

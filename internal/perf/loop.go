@@ -5,6 +5,7 @@ package perf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,7 @@ const spinCheck = 1024
 // stopped reports whether the loop must end: the context is done, or a
 // control message arrived.
 func (s *session) stopped() bool {
-	return s.abort.Load() || s.ctrl.pending.Load() != 0
+	return s.abort.Load() || s.ctrl.waiting()
 }
 
 // settle starts a size from a finished garbage collection, as testing.B
@@ -178,6 +179,10 @@ func (m measure) finish() measured {
 		bells += e.qp.Doorbells()
 	}
 	c := snap.sub(m.snap, m.s.snapCost)
+	if allocTrace && c.Mallocs > 0 {
+		runtime.GC()
+		takeAllocSnap().report(os.Stderr, m.s.allocBase)
+	}
 	if !m.snap.ok {
 		c.ReadCalls, c.WriteCalls = 0, 0
 	}

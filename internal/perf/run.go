@@ -260,6 +260,9 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 // early) and fills the receive queues of the send tests.
 func (s *session) prepare() error {
 	settle()
+	if allocTrace {
+		s.allocBase = takeAllocSnap()
+	}
 	for _, e := range s.eps {
 		clear(e.recvArea())
 		clear(e.sendArea())

@@ -69,6 +69,7 @@ type session struct {
 	abort      atomic.Bool // the context ended
 	yieldAt    int64       // ticks of the next scheduler turn (yield)
 	yieldTicks int64
+	allocBase  allocSnap // RDMAPERF_ALLOCTRACE: the profile before the size
 	snapCost   snapshot
 	setup      time.Duration // connecting the QPs
 }
