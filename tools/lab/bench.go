@@ -71,7 +71,7 @@ func DefaultBenchOptions() BenchOptions {
 		MinIters:   100,
 		MaxIters:   2000,
 		LatIters:   500,
-		LatIters2:  100,
+		LatIters2:  50,
 		RunTimeout: 3 * time.Minute,
 		Syscalls:   true,
 		ConnSetup:  true,
@@ -190,6 +190,7 @@ type bencher struct {
 	addr   []string
 	nodes  int
 	repo   string
+	flags  int // pair runs so far (names their flag files)
 	failMu sync.Mutex
 }
 
@@ -633,11 +634,13 @@ const retryPattern = "Couldn't connect to|Unable to init the socket connection|c
 
 // pairScripts returns the shell of a server/client pair: one script on one
 // node (server in the background), or the server on node 0 and the client
-// on node 1. The client retries while the server is not listening yet.
-// wrap prefixes the client (strace).
-func (b *bencher) pairScripts(srv, cli []string, wrap string, limit time.Duration) func(int) string {
+// on node 1. The client retries while the server is not listening yet, and
+// when it is done it leaves a flag file in the shared output directory:
+// the server gets a few seconds to finish, then it is stopped (cmtime's
+// server never exits by itself, and a server whose client failed would
+// otherwise wait for its time limit). wrap prefixes the client (strace).
+func (b *bencher) pairScripts(srv, cli []string, wrap string, limit time.Duration, flag string) func(int) string {
 	t := strconv.Itoa(int(limit.Seconds()))
-	q := func(a []string) string { return shellJoin(a) }
 	client := fmt.Sprintf(`i=0
 while :; do
   sleep 0.3
@@ -646,18 +649,30 @@ while :; do
   i=$((i+1)); [ $i -ge 60 ] && break
   grep -qE "%s" /tmp/bench.cli || break
 done
+touch %s
 echo "@@client rc=$rc"; cat /tmp/bench.cli
 [ -f /tmp/bench.strace ] && { echo "@@strace"; cat /tmp/bench.strace; rm -f /tmp/bench.strace; }
-`, t, wrap, q(cli), retryPattern)
-	server := fmt.Sprintf("timeout -k 5 %s %s > /tmp/bench.srv 2>&1", t, q(srv))
+`, t, wrap, shellJoin(cli), retryPattern, shellJoin([]string{flag}))
+	server := fmt.Sprintf(`timeout -k 5 %s %s > /tmp/bench.srv 2>&1 &
+spid=$!
+while kill -0 $spid 2>/dev/null; do
+  if [ -f %s ]; then
+    i=0; while kill -0 $spid 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+    kill $spid 2>/dev/null; break
+  fi
+  sleep 0.2
+done
+wait $spid; echo "@@server rc=$?" > /tmp/bench.srvrc
+`, t, shellJoin(srv), shellJoin([]string{flag}))
+	report := "cat /tmp/bench.srvrc /tmp/bench.srv\n"
 	if b.nodes == 1 {
 		return func(int) string {
-			return server + " &\nspid=$!\n" + client + "wait $spid; echo \"@@server rc=$?\"; cat /tmp/bench.srv\n"
+			return "rm -f /tmp/bench.srvrc\n( " + server + ") &\nswait=$!\n" + client + "wait $swait\n" + report
 		}
 	}
 	return func(node int) string {
 		if node == 0 {
-			return server + "; echo \"@@server rc=$?\"; cat /tmp/bench.srv\n"
+			return server + report
 		}
 		return client
 	}
@@ -679,7 +694,12 @@ func shellJoin(args []string) string {
 // pair runs a server/client pair and returns the client's output. The
 // whole output of both sides is kept in OutDir/raw/name.txt.
 func (b *bencher) pair(name string, srv, cli []string, wrap string) (string, time.Duration, error) {
-	outs, err := b.step(b.pairScripts(srv, cli, wrap, b.o.RunTimeout), b.o.RunTimeout+time.Minute)
+	b.flags++
+	flag := filepath.Join(b.out, "raw", fmt.Sprintf(".done-%d", b.flags))
+	os.MkdirAll(filepath.Dir(flag), 0o755)
+	os.Remove(flag)
+	defer os.Remove(flag)
+	outs, err := b.step(b.pairScripts(srv, cli, wrap, b.o.RunTimeout, flag), b.o.RunTimeout+time.Minute)
 	all := fmt.Sprintf("# server: %s\n# client: %s%s\n", shellJoin(srv), wrap, shellJoin(cli))
 	for i, o := range outs {
 		all += fmt.Sprintf("--- node %d (status %d)\n%s", i, o.status, o.out)

@@ -138,19 +138,19 @@ func TestShellJoin(t *testing.T) {
 
 func TestPairScripts(t *testing.T) {
 	b := &bencher{nodes: 1}
-	one := b.pairScripts([]string{"ib_write_bw", "-s", "64"}, []string{"ib_write_bw", "-s", "64", "10.77.0.1"}, "", 60e9)(0)
-	for _, want := range []string{"timeout -k 5 60 ib_write_bw -s 64 > /tmp/bench.srv 2>&1 &", "ib_write_bw -s 64 10.77.0.1 > /tmp/bench.cli", "@@client rc=", "@@server rc=", "wait $spid", retryPattern} {
+	one := b.pairScripts([]string{"ib_write_bw", "-s", "64"}, []string{"ib_write_bw", "-s", "64", "10.77.0.1"}, "", 60e9, "/out/raw/.done-1")(0)
+	for _, want := range []string{"timeout -k 5 60 ib_write_bw -s 64 > /tmp/bench.srv 2>&1 &", "ib_write_bw -s 64 10.77.0.1 > /tmp/bench.cli", "@@client rc=", "@@server rc=", "wait $spid", retryPattern, "touch /out/raw/.done-1", "if [ -f /out/raw/.done-1 ]"} {
 		if !strings.Contains(one, want) {
 			t.Errorf("one-node script lacks %q:\n%s", want, one)
 		}
 	}
 	b.nodes = 2
-	f := b.pairScripts([]string{"srv"}, []string{"cli", "peer"}, "strace -f -c -o /tmp/bench.strace ", 60e9)
+	f := b.pairScripts([]string{"srv"}, []string{"cli", "peer"}, "strace -f -c -o /tmp/bench.strace ", 60e9, "/out/raw/.done-2")
 	srv, cli := f(0), f(1)
-	if strings.Contains(srv, "cli") || !strings.Contains(srv, "@@server rc=") {
+	if strings.Contains(srv, "cli") || !strings.Contains(srv, "@@server rc=") || !strings.Contains(srv, "[ -f /out/raw/.done-2 ]") {
 		t.Errorf("node 0 script:\n%s", srv)
 	}
-	if strings.Contains(cli, " srv ") || !strings.Contains(cli, "strace -f -c -o /tmp/bench.strace cli peer") || !strings.Contains(cli, "@@strace") {
+	if strings.Contains(cli, " srv ") || !strings.Contains(cli, "strace -f -c -o /tmp/bench.strace cli peer") || !strings.Contains(cli, "@@strace") || !strings.Contains(cli, "touch /out/raw/.done-2") {
 		t.Errorf("node 1 script:\n%s", cli)
 	}
 }
