@@ -151,6 +151,7 @@ type measure struct {
 }
 
 func (s *session) startMeasure() measure {
+	s.startProfile()
 	s.yieldTicks = int64(float64(yieldEvery.Microseconds()) * s.clock.MHz)
 	s.yieldAt = ticks() + s.yieldTicks
 	m := measure{s: s}

@@ -66,16 +66,16 @@ type Report struct {
 // Run runs cfg: the server when cfg.Host is empty, else the client. The
 // table (or with JSON, the document) goes to stdout, notes to stderr.
 func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
+	var prof *os.File
 	if cfg.CPUProfile != "" {
+		// The profile starts with the first measured loop (startMeasure)
+		// and stops after the last, so setup does not drown it.
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		prof = f
 	}
 	if cfg.MemProfile != "" {
 		runtime.MemProfileRate = 1
@@ -95,7 +95,8 @@ func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		ctx, cancel = context.WithTimeout(ctx, cfg.Deadline)
 		defer cancel()
 	}
-	s := &session{cfg: cfg, server: cfg.Host == "", out: stdout, t0: time.Now()}
+	s := &session{cfg: cfg, server: cfg.Host == "", out: stdout, t0: time.Now(), prof: prof}
+	defer s.stopProfile()
 	if os.Getenv("RDMAPERF_TRACE") != "" {
 		s.trace = stderr
 	}
@@ -247,6 +248,7 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 			rep.Peer = append(rep.Peer, ack.Result)
 		}
 	}
+	s.stopProfile()
 	if s.out != nil {
 		WriteEnd(s.out)
 	}
@@ -254,6 +256,24 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// startProfile starts the CPU profile (--cpuprofile) at the first loop.
+func (s *session) startProfile() {
+	if s.prof != nil && !s.profiling {
+		if err := pprof.StartCPUProfile(s.prof); err == nil {
+			s.profiling = true
+		}
+	}
+}
+
+// stopProfile ends it after the last.
+func (s *session) stopProfile() {
+	if s.profiling {
+		pprof.StopCPUProfile()
+		s.profiling = false
+		s.prof = nil
+	}
 }
 
 // prepare clears the receive halves (stale bytes would end a latency spin
@@ -332,6 +352,7 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 		}
 		switch m.Kind {
 		case kindBye:
+			s.stopProfile()
 			if s.out != nil {
 				WriteEnd(s.out)
 			}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,8 @@ type session struct {
 	yieldAt    int64       // ticks of the next scheduler turn (yield)
 	yieldTicks int64
 	allocBase  allocSnap // RDMAPERF_ALLOCTRACE: the profile before the size
+	prof       *os.File  // --cpuprofile, until it starts
+	profiling  bool
 	snapCost   snapshot
 	setup      time.Duration // connecting the QPs
 }
