@@ -59,18 +59,29 @@ func settle() {
 	}
 }
 
-// yieldEvery is how often the loops give the scheduler a turn.
-const yieldEvery = 2 * time.Millisecond
+// yieldEvery is how often the loops give the scheduler a turn: just inside
+// the runtime's 10 ms forced-preemption limit. RDMAPERF_YIELD overrides it
+// (a Go duration; 0 turns yielding off).
+var yieldEvery = func() time.Duration {
+	if v, err := time.ParseDuration(os.Getenv("RDMAPERF_YIELD")); err == nil {
+		return v
+	}
+	return 8 * time.Millisecond
+}()
 
-// yield calls runtime.Gosched every couple of milliseconds. A goroutine that
-// never reschedules is preempted by force after 10 ms (sysmon's retake);
-// when that lands in a doorbell write(2), sysmon also takes the goroutine's
-// P, the write returns to a thread without one (a hand-off through the
-// scheduler, futex wake-ups), and sysmon drops back to waking every 20 µs.
-// On the lab's 2-CPU guests, whose clock source makes every nanotime a
-// system call, that costs the kernel's rxe work CPU time. A voluntary turn
-// well inside the 10 ms avoids all of it for a few microseconds.
+// yield calls runtime.Gosched every yieldEvery. A goroutine that never
+// reschedules is preempted by force after 10 ms (sysmon's retake); when
+// that lands in a doorbell write(2) — uverbs makes it through the runtime's
+// syscall entry, so the goroutine is "in a syscall" — sysmon also takes the
+// goroutine's P, the write returns to a thread without one (a hand-off
+// through the scheduler, futex wake-ups), and sysmon drops back to waking
+// every 20 µs, which on the lab's 2-CPU guests takes CPU from the kernel's
+// rxe work. A voluntary turn costs less, but not nothing (Gosched wakes an
+// idle thread to look for work), hence the long period.
 func (s *session) yield() {
+	if s.yieldTicks == 0 {
+		return
+	}
 	if now := ticks(); now >= s.yieldAt {
 		runtime.Gosched()
 		s.yieldAt = ticks() + s.yieldTicks
