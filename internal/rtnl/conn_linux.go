@@ -1,0 +1,78 @@
+// Copyright 2026 The rdmago Authors.
+
+package rtnl
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/rdmago/rdmago/internal/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Conn is an rtnetlink socket. The caller must Close it.
+type Conn struct {
+	c *netlink.Conn
+}
+
+// Dial opens an rtnetlink socket in the caller's network namespace.
+func Dial() (*Conn, error) {
+	c, err := netlink.Dial(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("rtnetlink: %w", err)
+	}
+	return &Conn{c: c}, nil
+}
+
+// Close closes the socket; it is idempotent.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// LinkByName is `ip link show NAME`.
+func (c *Conn) LinkByName(name string) (Link, error) {
+	msgs, err := c.c.Execute(RTM_GETLINK, 0, getLinkReq(name))
+	if err != nil {
+		return Link{}, fmt.Errorf("get link %q: %w", name, err)
+	}
+	for _, m := range msgs {
+		if m.Header.Type == RTM_NEWLINK {
+			return parseLink(m.Data)
+		}
+	}
+	return Link{}, fmt.Errorf("get link %q: no answer from the kernel", name)
+}
+
+// SetUp is `ip link set NAME up`.
+func (c *Conn) SetUp(name string) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.c.Execute(RTM_NEWLINK, 0, setUpReq(l.Index, true)); err != nil {
+		return fmt.Errorf("set link %q up: %w", name, err)
+	}
+	return nil
+}
+
+// AddVeth is `ip link add NAME type veth peer name PEER`.
+func (c *Conn) AddVeth(name, peer string) error {
+	if _, err := c.c.Execute(RTM_NEWLINK, netlink.NLM_F_CREATE|netlink.NLM_F_EXCL, addVethReq(name, peer)); err != nil {
+		return fmt.Errorf("add veth %q peer %q: %w", name, peer, err)
+	}
+	return nil
+}
+
+// AddAddr is `ip addr add PREFIX dev NAME` for an IPv4 prefix.
+func (c *Conn) AddAddr(name string, p netip.Prefix) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	req, err := addAddrReq(l.Index, p)
+	if err != nil {
+		return err
+	}
+	if _, err := c.c.Execute(RTM_NEWADDR, netlink.NLM_F_CREATE|netlink.NLM_F_EXCL, req); err != nil {
+		return fmt.Errorf("add address %v to %q: %w", p, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,604 @@
+// Copyright 2026 The rdmago Authors.
+
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rdmago/rdmago/tools/lab/labproto"
+)
+
+// Lab network addressing: node i has 10.77.0.(i+1)/24 on its rxe netdev.
+const (
+	labNet    = "10.77.0."
+	labPrefix = 24
+	labDev    = "rxe0"
+)
+
+// NodeAddr is the lab address of node i.
+func NodeAddr(i int) string { return labNet + strconv.Itoa(i+1) }
+
+// Options configure a lab boot.
+type Options struct {
+	Kernel   string        // kernel series, "6.1" (default) or "6.12"
+	Nodes    int           // 1 (default) or 2
+	Timeout  time.Duration // limit of the whole boot, from start to power-off (default 10m)
+	Shares   []string      // host directories mounted writable at the same path in the guest
+	MemoryMB int           // per VM (default 1024)
+	Accel    string        // "auto" (default), "tcg" or "kvm"
+	Log      io.Writer     // progress and diagnostics (default os.Stderr)
+	Verbose  bool          // also copy the guests' consoles and init logs to Log
+}
+
+// Lab is a set of booted guests ready to run commands. The caller must Close it.
+type Lab struct {
+	opts     Options
+	Kernel   *Kernel
+	tmp      string
+	nodes    []*node
+	timer    *time.Timer
+	mu       sync.Mutex
+	timedOut bool
+	closed   bool
+	Boot     time.Duration // time from Start to every node ready
+}
+
+type frame struct {
+	typ     byte
+	payload []byte
+}
+
+type node struct {
+	idx     int
+	cmd     *exec.Cmd
+	conn    net.Conn
+	w       *labproto.Writer
+	frames  chan frame
+	readErr error // set before frames is closed
+	console *tailBuffer
+	exited  chan struct{}
+	waitErr error
+	hello   labproto.HelloMsg
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+	tee io.Writer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	if t.tee != nil {
+		t.tee.Write(p)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) Tail(lines int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimRight(strings.ReplaceAll(string(t.b), "\r", ""), "\n")
+	ls := strings.Split(s, "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// prefixWriter prefixes each line written through it.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+// NewPrefixWriter returns a writer that starts every line with prefix; writers
+// sharing mu do not interleave within a line's write.
+func NewPrefixWriter(w io.Writer, prefix string, mu *sync.Mutex) io.Writer {
+	return &prefixWriter{mu: mu, w: w, prefix: prefix, bol: true}
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out bytes.Buffer
+	for _, c := range b {
+		if p.bol {
+			out.WriteString(p.prefix)
+			p.bol = false
+		}
+		out.WriteByte(c)
+		if c == '\n' {
+			p.bol = true
+		}
+	}
+	_, err := p.w.Write(out.Bytes())
+	return len(b), err
+}
+
+// QEMU is the emulator binary the lab runs.
+const QEMU = "qemu-system-x86_64"
+
+// Start fetches the kernel if needed, builds the initramfs, boots the nodes
+// and waits until every node has its rxe device up.
+func Start(ctx context.Context, opts Options) (*Lab, error) {
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	if opts.Nodes < 1 || opts.Nodes > 2 {
+		return nil, fmt.Errorf("the lab runs 1 or 2 nodes, not %d", opts.Nodes)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	if opts.MemoryMB == 0 {
+		opts.MemoryMB = 1024
+	}
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	if runtime.GOARCH != "amd64" {
+		return nil, fmt.Errorf("the lab boots x86-64 Debian kernels and needs an amd64 host (this is %s)", runtime.GOARCH)
+	}
+	qemu, err := exec.LookPath(QEMU)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found: install it with `apt-get install qemu-system-x86`", QEMU)
+	}
+	begin := time.Now()
+	k, err := GetKernel(ctx, opts.Kernel, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	initrd, err := Initramfs(ctx, k, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	accel := opts.Accel
+	if accel == "" || accel == "auto" {
+		accel = probeAccel(ctx, qemu, k, opts.Log)
+	}
+	tmp, err := os.MkdirTemp("", "rdmalab-")
+	if err != nil {
+		return nil, fmt.Errorf("lab temp dir: %w", err)
+	}
+	l := &Lab{opts: opts, Kernel: k, tmp: tmp}
+	l.timer = time.AfterFunc(opts.Timeout-time.Since(begin), func() {
+		l.mu.Lock()
+		l.timedOut = true
+		l.mu.Unlock()
+		l.kill()
+	})
+	if err := l.boot(ctx, qemu, initrd, accel); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.Boot = time.Since(begin)
+	return l, nil
+}
+
+// probeAccel decides between KVM and TCG. KVM is used only when /dev/kvm
+// opens and a short KVM boot of the lab kernel reaches its panic (no root
+// file system) within a few seconds; the result is cached per kernel.
+func probeAccel(ctx context.Context, qemu string, k *Kernel, log io.Writer) string {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return "tcg"
+	}
+	f.Close()
+	cache, _ := CacheDir()
+	mark := filepath.Join(cache, "accel-"+k.Release)
+	if b, err := os.ReadFile(mark); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(pctx, qemu, "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
+		"-accel", "kvm", "-cpu", "host", "-m", "256", "-kernel", k.Vmlinuz,
+		"-append", "console=ttyS0 panic=-1 loglevel=4", "-serial", "stdio", "-monitor", "none")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	res := "tcg"
+	if err == nil && bytes.Contains(out.Bytes(), []byte("Kernel panic")) {
+		res = "kvm"
+	}
+	fmt.Fprintf(log, "rdmalab: KVM probe: using %s\n", res)
+	os.WriteFile(mark, []byte(res+"\n"), 0o644)
+	return res
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// listening reports whether something listens on 127.0.0.1:port (from
+// /proc/net/tcp, so no connection is made: qemu's socket netdev accepts
+// exactly one).
+func listening(port int) bool {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf("0100007F:%04X", port)
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 3 && f[1] == want && f[3] == "0A" {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
+	n := l.opts.Nodes
+	smp := runtime.NumCPU() / n
+	if smp < 1 {
+		smp = 1
+	}
+	port := 0
+	if n == 2 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return fmt.Errorf("pick a port for the lab link: %w", err)
+		}
+	}
+	var shares []labproto.Share
+	for i, s := range l.opts.Shares {
+		shares = append(shares, labproto.Share{Tag: "share" + strconv.Itoa(i), Path: s})
+	}
+	for i := 0; i < n; i++ {
+		args := []string{
+			"-nodefaults", "-nographic", "-no-reboot", "-no-user-config", "-monitor", "none",
+			"-m", strconv.Itoa(l.opts.MemoryMB), "-smp", strconv.Itoa(smp),
+			"-kernel", l.Kernel.Vmlinuz, "-initrd", initrd,
+			"-append", "console=ttyS0 quiet panic=-1",
+			"-serial", "stdio",
+			"-chardev", "socket,id=ctl,path=" + filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i)),
+			"-serial", "chardev:ctl",
+			"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+		}
+		if accel == "kvm" {
+			args = append(args, "-accel", "kvm", "-cpu", "host")
+		} else {
+			args = append(args, "-accel", "tcg,thread=multi", "-cpu", "max")
+		}
+		for _, s := range shares {
+			args = append(args, "-virtfs", "local,path="+s.Path+",mount_tag="+s.Tag+",security_model=none,multidevs=remap")
+		}
+		if n == 1 {
+			args = append(args, "-nic", "none")
+		} else {
+			sock := fmt.Sprintf("listen=127.0.0.1:%d", port)
+			if i == 1 {
+				sock = fmt.Sprintf("connect=127.0.0.1:%d", port)
+			}
+			args = append(args, "-netdev", "socket,id=n0,"+sock,
+				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
+		}
+		nd, err := l.startNode(ctx, qemu, i, args)
+		if err != nil {
+			return err
+		}
+		l.nodes = append(l.nodes, nd)
+		if n == 2 && i == 0 {
+			// Node 1 connects to node 0's socket: wait until it listens.
+			for t := 0; !listening(port); t++ {
+				if t > 200 {
+					return l.nodeErr(nd, fmt.Errorf("qemu never listened on 127.0.0.1:%d", port))
+				}
+				select {
+				case <-nd.exited:
+					return l.nodeErr(nd, errors.New("qemu exited"))
+				case <-time.After(25 * time.Millisecond):
+				}
+			}
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, nd := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.handshake(nd, shares, port)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) (*node, error) {
+	sockPath := filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i))
+	ln, err := net.Listen("unix", sockPath)
+	if err != nil {
+		return nil, fmt.Errorf("node %d control socket: %w", i, err)
+	}
+	defer ln.Close()
+	nd := &node{idx: i, frames: make(chan frame, 64), exited: make(chan struct{}), console: &tailBuffer{max: 64 << 10}}
+	if l.opts.Verbose {
+		nd.console.tee = NewPrefixWriter(l.opts.Log, fmt.Sprintf("[console %d] ", i), &sync.Mutex{})
+	}
+	cmd := exec.Command(qemu, args...)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = nd.console, nd.console
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", qemu, err)
+	}
+	nd.cmd = cmd
+	go func() {
+		nd.waitErr = cmd.Wait()
+		close(nd.exited)
+	}()
+	type acc struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan acc, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- acc{c, err}
+	}()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return nd, l.nodeErr(nd, fmt.Errorf("control socket: %w", a.err))
+		}
+		nd.conn = a.c
+	case <-nd.exited:
+		return nd, l.nodeErr(nd, errors.New("qemu exited before connecting its control port"))
+	case <-time.After(30 * time.Second):
+		return nd, l.nodeErr(nd, errors.New("qemu did not connect its control port within 30s"))
+	case <-ctx.Done():
+		return nd, ctx.Err()
+	}
+	nd.w = labproto.NewWriter(nd.conn)
+	go func() {
+		r := bufio.NewReaderSize(nd.conn, 64<<10)
+		defer close(nd.frames)
+		if _, err := labproto.SkipToMagic(r); err != nil {
+			nd.readErr = err
+			return
+		}
+		for {
+			typ, p, err := labproto.ReadFrame(r)
+			if err != nil {
+				nd.readErr = err
+				return
+			}
+			nd.frames <- frame{typ, p}
+		}
+	}()
+	return nd, nil
+}
+
+// nodeErr explains a node's failure with the tail of its console.
+func (l *Lab) nodeErr(nd *node, err error) error {
+	l.mu.Lock()
+	to := l.timedOut
+	l.mu.Unlock()
+	if to {
+		err = fmt.Errorf("timed out after %v (guest hung or too slow; raise --timeout): %w", l.opts.Timeout, err)
+	}
+	tail := nd.console.Tail(30)
+	if tail != "" {
+		return fmt.Errorf("node %d: %w\n--- node %d console (last lines) ---\n%s\n---", nd.idx, err, nd.idx, tail)
+	}
+	return fmt.Errorf("node %d: %w", nd.idx, err)
+}
+
+// next returns the node's next frame, skipping (or logging) init log lines.
+func (l *Lab) next(nd *node) (frame, error) {
+	for {
+		f, ok := <-nd.frames
+		if !ok {
+			<-nd.exited
+			err := nd.readErr
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errors.New("guest stopped talking")
+			}
+			if nd.waitErr != nil {
+				err = fmt.Errorf("%w (qemu: %v)", err, nd.waitErr)
+			}
+			return frame{}, l.nodeErr(nd, err)
+		}
+		switch f.typ {
+		case labproto.Log:
+			if l.opts.Verbose {
+				fmt.Fprintf(l.opts.Log, "[init %d] %s\n", nd.idx, f.payload)
+			}
+			continue
+		case labproto.Fatal:
+			return frame{}, l.nodeErr(nd, fmt.Errorf("guest setup failed: %s", f.payload))
+		}
+		return f, nil
+	}
+}
+
+func (l *Lab) handshake(nd *node, shares []labproto.Share, port int) error {
+	f, err := l.next(nd)
+	if err != nil {
+		return err
+	}
+	if f.typ != labproto.Hello {
+		return l.nodeErr(nd, fmt.Errorf("expected hello, got frame %q", f.typ))
+	}
+	if err := json.Unmarshal(f.payload, &nd.hello); err != nil {
+		return l.nodeErr(nd, fmt.Errorf("hello: %w", err))
+	}
+	if len(nd.hello.Errors) > 0 {
+		fmt.Fprintf(l.opts.Log, "rdmalab: node %d: module load errors: %s\n", nd.idx, strings.Join(nd.hello.Errors, "; "))
+	}
+	cfg := labproto.ConfigMsg{
+		Node: nd.idx, Nodes: l.opts.Nodes,
+		Addr: NodeAddr(nd.idx), Peer: NodeAddr(nd.idx), Prefix: labPrefix,
+		Netdev: "v0", Veth: true, Dev: labDev, Shares: shares,
+		Hostname: fmt.Sprintf("rdmalab%d", nd.idx),
+	}
+	if l.opts.Nodes == 2 {
+		cfg.Peer = NodeAddr(1 - nd.idx)
+		cfg.Netdev, cfg.Veth = "eth0", false
+	}
+	if err := nd.w.JSON(labproto.Config, cfg); err != nil {
+		return l.nodeErr(nd, err)
+	}
+	f, err = l.next(nd)
+	if err != nil {
+		return err
+	}
+	if f.typ != labproto.Ready {
+		return l.nodeErr(nd, fmt.Errorf("expected ready, got frame %q", f.typ))
+	}
+	return nil
+}
+
+// Output receives one node's command output.
+type Output struct {
+	Stdout, Stderr io.Writer
+}
+
+// Result is how a step ended on one node.
+type Result struct {
+	Status   int
+	Error    string
+	Duration time.Duration
+}
+
+// Run runs steps[i] on node i (one step per node, all at once) and returns
+// when every node has finished it.
+func (l *Lab) Run(steps []labproto.StepMsg, outs []Output) ([]Result, error) {
+	if len(steps) != len(l.nodes) || len(outs) != len(l.nodes) {
+		return nil, fmt.Errorf("lab run: %d steps and %d outputs for %d nodes", len(steps), len(outs), len(l.nodes))
+	}
+	res := make([]Result, len(l.nodes))
+	errs := make([]error, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, nd := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = l.runOn(nd, steps[i], outs[i])
+		}()
+	}
+	wg.Wait()
+	return res, errors.Join(errs...)
+}
+
+func (l *Lab) runOn(nd *node, st labproto.StepMsg, out Output) (Result, error) {
+	if err := nd.w.JSON(labproto.Step, st); err != nil {
+		return Result{}, l.nodeErr(nd, err)
+	}
+	for {
+		f, err := l.next(nd)
+		if err != nil {
+			return Result{}, err
+		}
+		switch f.typ {
+		case labproto.Stdout:
+			out.Stdout.Write(f.payload)
+		case labproto.Stderr:
+			out.Stderr.Write(f.payload)
+		case labproto.Exit:
+			var x labproto.ExitMsg
+			if err := json.Unmarshal(f.payload, &x); err != nil {
+				return Result{}, l.nodeErr(nd, err)
+			}
+			return Result{Status: x.Status, Error: x.Error, Duration: time.Duration(x.Millis) * time.Millisecond}, nil
+		default:
+			return Result{}, l.nodeErr(nd, fmt.Errorf("unexpected frame %q during a step", f.typ))
+		}
+	}
+}
+
+// Nodes is the number of booted nodes.
+func (l *Lab) Nodes() int { return len(l.nodes) }
+
+// GuestKernel is what uname -r says in the guest.
+func (l *Lab) GuestKernel() string {
+	if len(l.nodes) == 0 {
+		return ""
+	}
+	return l.nodes[0].hello.Kernel
+}
+
+func (l *Lab) kill() {
+	for _, nd := range l.nodes {
+		if nd.cmd != nil && nd.cmd.Process != nil {
+			_ = nd.cmd.Process.Kill()
+		}
+	}
+}
+
+// Close powers the guests off (killing any that do not stop within 30 s)
+// and removes the lab's temporary files. It is idempotent.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	for _, nd := range l.nodes {
+		if nd.w != nil {
+			_ = nd.w.Frame(labproto.Quit, nil)
+		}
+	}
+	deadline := time.After(30 * time.Second)
+	var errs []error
+	for _, nd := range l.nodes {
+		select {
+		case <-nd.exited:
+		case <-deadline:
+			errs = append(errs, fmt.Errorf("node %d: did not power off; killed", nd.idx))
+			l.kill()
+			<-nd.exited
+		}
+		if nd.conn != nil {
+			nd.conn.Close()
+		}
+	}
+	l.kill()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	os.RemoveAll(l.tmp)
+	return errors.Join(errs...)
+}
+
+// TimedOut reports whether the boot's time limit killed the guests.
+func (l *Lab) TimedOut() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.timedOut
+}
