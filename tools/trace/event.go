@@ -51,9 +51,9 @@ func (k Kind) String() string {
 //	 40   16   comm
 //	 56    8   a0      write/ucma: count; ioctl: cmd; mmap: vm_pgoff; cm: event
 //	 64    8   a1      mmap: vm_end-vm_start; cm: status
-//	 72   64   data    write/ucma: first 64 bytes of the user buffer; ioctl:
+//	 72  128   data    write/ucma: first 128 bytes of the user buffer; ioctl:
 //	                   ib_uverbs_ioctl_hdr + attrs; cm: cm_id, tos, srcaddr, dstaddr
-//	136   24   resp    first bytes of the command's response, read at return
+//	200   24   resp    first bytes of the command's response, read at return
 const (
 	recTS      = 0
 	recDur     = 8
@@ -67,8 +67,8 @@ const (
 	recA0      = 56
 	recA1      = 64
 	recData    = 72
-	recResp    = 136
-	recSize    = 160
+	recResp    = 200
+	recSize    = 224
 	recDataLen = recResp - recData
 	recRespLen = recSize - recResp
 	commLen    = 16

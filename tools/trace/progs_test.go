@@ -128,7 +128,7 @@ func TestBuildErrors(t *testing.T) {
 	if _, err := cmEventProg(cmEventFields{Event: tpField{Offset: 14, Size: 4}, Status: tpField{Offset: 24, Size: 4}}); err == nil {
 		t.Error("misaligned event field accepted")
 	}
-	if _, err := retProg([]respRead{{Cmd: 1, PtrOff: 64, Size: 4}}); err == nil {
+	if _, err := retProg([]respRead{{Cmd: 1, PtrOff: recDataLen - 4, Size: 4}}); err == nil {
 		t.Error("response pointer outside the data accepted")
 	}
 	if _, err := rxeCounter(1, &qpnSource{Arg: 9}, nil); err == nil {
