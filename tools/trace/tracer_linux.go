@@ -54,6 +54,8 @@ type Tracer struct {
 	probes []Probe
 	rxe    []rxePlan
 	closed bool
+	// tracefsMounted is set when New mounted tracefs; Close unmounts it.
+	tracefsMounted string
 }
 
 // New loads and attaches the probes: kprobes and kretprobes on
@@ -64,30 +66,35 @@ type Tracer struct {
 // is recorded in Probes and skipped; New fails only when nothing at all could
 // be attached or the kernel lacks BPF. It needs root (CAP_BPF and
 // CAP_PERFMON), Linux 5.8+ (ring buffer, bpf_probe_read_user) with kprobes,
-// and for the tracepoint a mounted tracefs (mounted at /sys/kernel/tracing
-// when missing, and left there). The caller must Close the Tracer.
-func New(opts Options) (t *Tracer, err error) {
+// and tracefs (mounted at /sys/kernel/tracing for the Tracer's lifetime when
+// missing). The caller must Close the Tracer.
+func New(opts Options) (_ *Tracer, err error) {
 	if !regsSupported {
-		return nil, fmt.Errorf("rdmatrace: kprobe argument layout unknown on this architecture (amd64 and arm64 are supported)")
+		return nil, fmt.Errorf("kprobe argument layout unknown on this architecture (amd64 and arm64 are supported)")
 	}
 	if opts.PID < 0 {
-		return nil, fmt.Errorf("rdmatrace: bad pid %d", opts.PID)
+		return nil, fmt.Errorf("bad pid %d", opts.PID)
 	}
 	if len(opts.Comm) >= commLen {
-		return nil, fmt.Errorf("rdmatrace: comm %q is longer than the kernel's %d-byte command names", opts.Comm, commLen-1)
+		return nil, fmt.Errorf("comm %q is longer than the kernel's %d-byte command names", opts.Comm, commLen-1)
 	}
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("rdmatrace: raise RLIMIT_MEMLOCK: %w", err)
+		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
 	}
-	t = &Tracer{maps: map[string]*ebpf.Map{}}
+	t := &Tracer{maps: map[string]*ebpf.Map{}}
 	defer func() {
 		if err != nil {
 			t.Close()
-			t = nil
 		}
 	}()
 	if err := t.createMaps(opts.RingBytes); err != nil {
 		return nil, err
+	}
+	// Before any attach: cilium/ebpf remembers where tracefs is (or that it
+	// is missing) the first time it looks.
+	tracefs, mounted, tracefsErr := tracefsDir()
+	if mounted {
+		t.tracefsMounted = tracefs
 	}
 	f := filter{PID: uint32(opts.PID), Comm: opts.Comm}
 
@@ -147,7 +154,10 @@ func New(opts Options) (t *Tracer, err error) {
 
 	if !opts.NoCM {
 		p := Probe{Name: "tracepoint:rdma_cma:cm_event_handler", Note: "CM events: name, status, cm_id, addresses"}
-		p.Err = t.attachCMEvent()
+		p.Err = tracefsErr
+		if p.Err == nil {
+			p.Err = t.attachCMEvent(tracefs)
+		}
 		p.Attached = p.Err == nil
 		t.probes = append(t.probes, p)
 	}
@@ -165,11 +175,11 @@ func New(opts Options) (t *Tracer, err error) {
 		for _, p := range t.probes {
 			errs = append(errs, fmt.Sprintf("%s: %v", p.Name, p.Err))
 		}
-		return nil, fmt.Errorf("rdmatrace: no probe could be attached (are ib_uverbs/rdma_ucm loaded?):\n  %s",
+		return nil, fmt.Errorf("no probe could be attached (are ib_uverbs/rdma_ucm loaded?):\n  %s",
 			strings.Join(errs, "\n  "))
 	}
 	if t.rd, err = ringbuf.NewReader(t.maps[mapEvents]); err != nil {
-		return nil, fmt.Errorf("rdmatrace: open ring buffer reader: %w", err)
+		return nil, fmt.Errorf("open ring buffer reader: %w", err)
 	}
 	return t, nil
 }
@@ -199,12 +209,12 @@ func mapSpecs(ringBytes int) map[string]*ebpf.MapSpec {
 
 func (t *Tracer) createMaps(ringBytes int) error {
 	if ringBytes != 0 && (ringBytes < os.Getpagesize() || ringBytes&(ringBytes-1) != 0) {
-		return fmt.Errorf("rdmatrace: ring buffer size %d must be a power of two of at least a page", ringBytes)
+		return fmt.Errorf("ring buffer size %d must be a power of two of at least a page", ringBytes)
 	}
 	for name, spec := range mapSpecs(ringBytes) {
 		m, err := ebpf.NewMap(spec)
 		if err != nil {
-			return fmt.Errorf("rdmatrace: create map %s: %w", name, err)
+			return fmt.Errorf("create map %s: %w", name, err)
 		}
 		t.maps[name] = m
 	}
@@ -246,8 +256,8 @@ func loadProgram(name string, typ ebpf.ProgramType, insns asm.Instructions, maps
 }
 
 // tracefsDir finds the tracefs mount, mounting it at /sys/kernel/tracing when
-// there is none.
-func tracefsDir() (string, error) {
+// there is none (mounted is then true).
+func tracefsDir() (dir string, mounted bool, err error) {
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -255,27 +265,23 @@ func tracefsDir() (string, error) {
 			// id parent major:minor root mountpoint opts ... - fstype source superopts
 			fields := strings.Fields(sc.Text())
 			if i := slices.Index(fields, "-"); i > 4 && i+1 < len(fields) && fields[i+1] == "tracefs" && fields[3] == "/" {
-				return fields[4], nil
+				return fields[4], false, nil
 			}
 		}
 	}
 	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
 		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
-			return d, nil
+			return d, false, nil
 		}
 	}
 	const d = "/sys/kernel/tracing"
 	if err := unix.Mount("tracefs", d, "tracefs", 0, ""); err != nil {
-		return "", fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w (mount -t tracefs tracefs %s)", d, err, d)
+		return "", false, fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w (mount -t tracefs tracefs %s)", d, err, d)
 	}
-	return d, nil
+	return d, true, nil
 }
 
-func (t *Tracer) attachCMEvent() error {
-	dir, err := tracefsDir()
-	if err != nil {
-		return err
-	}
+func (t *Tracer) attachCMEvent(dir string) error {
 	f, err := os.Open(filepath.Join(dir, "events/rdma_cma/cm_event_handler/format"))
 	if err != nil {
 		return fmt.Errorf("rdma_cma:cm_event_handler (module rdma_cm not loaded?): %w", err)
@@ -350,7 +356,7 @@ func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
 // Read waits for the next event until ctx is done.
 func (t *Tracer) Read(ctx context.Context) (Event, error) {
 	if t.closed || t.rd == nil {
-		return Event{}, fmt.Errorf("rdmatrace: read: %w", os.ErrClosed)
+		return Event{}, fmt.Errorf("read: %w", os.ErrClosed)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -362,7 +368,7 @@ func (t *Tracer) Read(ctx context.Context) (Event, error) {
 			continue
 		}
 		if err != nil {
-			return Event{}, fmt.Errorf("rdmatrace: read ring buffer: %w", err)
+			return Event{}, fmt.Errorf("read ring buffer: %w", err)
 		}
 		return DecodeEvent(rec.RawSample)
 	}
@@ -376,10 +382,10 @@ func (t *Tracer) Lost() (ringFull, inflightFull uint64, err error) {
 		return 0, 0, os.ErrClosed
 	}
 	if err := m.Lookup(uint32(statDrops), &ringFull); err != nil {
-		return 0, 0, fmt.Errorf("rdmatrace: read stats: %w", err)
+		return 0, 0, fmt.Errorf("read stats: %w", err)
 	}
 	if err := m.Lookup(uint32(statInflightFull), &inflightFull); err != nil {
-		return 0, 0, fmt.Errorf("rdmatrace: read stats: %w", err)
+		return 0, 0, fmt.Errorf("read stats: %w", err)
 	}
 	return ringFull, inflightFull, nil
 }
@@ -413,7 +419,7 @@ func (t *Tracer) RXECounts() ([]RXECount, error) {
 		out = append(out, RXECount{Func: t.rxe[id].Func, QPN: key[1], Error: key[0]&rxeErrorBit != 0, Count: val})
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("rdmatrace: read rxe counts: %w", err)
+		return nil, fmt.Errorf("read rxe counts: %w", err)
 	}
 	slices.SortFunc(out, func(a, b RXECount) int {
 		if a.Func != b.Func {
@@ -456,8 +462,13 @@ func (t *Tracer) Close() error {
 		errs = append(errs, m.Close())
 	}
 	t.maps = map[string]*ebpf.Map{}
+	if t.tracefsMounted != "" {
+		if err := unix.Unmount(t.tracefsMounted, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount the tracefs New mounted at %s: %w", t.tracefsMounted, err))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("rdmatrace: close: %w", err)
+		return fmt.Errorf("close: %w", err)
 	}
 	return nil
 }
