@@ -436,4 +436,3 @@ func readPcap(name string, count int) error {
 	}
 	return nil
 }
-
