@@ -404,7 +404,11 @@ func sockaddr(b []byte) string {
 
 // errnoName is "EINVAL" for EINVAL (the C spelling strace prints).
 func errnoName(e syscall.Errno) string {
-	if s := unix.ErrnoName(e); s != "" {
+	switch s := unix.ErrnoName(e); s {
+	case "ENOTSUP":
+		return "EOPNOTSUPP" // same number on Linux; the kernel spells it this way
+	case "":
+	default:
 		return s
 	}
 	return "errno" + strconv.Itoa(int(e))
