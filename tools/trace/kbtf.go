@@ -15,6 +15,25 @@ type typeFinder interface {
 	AnyTypesByName(name string) ([]btf.Type, error)
 }
 
+// chain looks a name up in each finder in turn (a module's split BTF does
+// not answer for the types it shares with vmlinux, such as sk_buff or, on
+// Debian, ib_qp).
+type chain []typeFinder
+
+func (c chain) AnyTypesByName(name string) ([]btf.Type, error) {
+	err := error(btf.ErrNotFound)
+	for _, f := range c {
+		ts, e := f.AnyTypesByName(name)
+		if e == nil && len(ts) > 0 {
+			return ts, nil
+		}
+		if e != nil && !errors.Is(e, btf.ErrNotFound) {
+			err = e
+		}
+	}
+	return nil, err
+}
+
 // findStruct returns the struct called name.
 func findStruct(s typeFinder, name string) (*btf.Struct, error) {
 	ts, err := s.AnyTypesByName(name)

@@ -117,6 +117,29 @@ func TestPlanRXE(t *testing.T) {
 	}
 }
 
+// TestPlanRXESplit: on Debian, ib_qp and sk_buff live in vmlinux BTF, not in
+// rdma_rxe's split BTF; the plan must find them through the chain.
+func TestPlanRXESplit(t *testing.T) {
+	all := rxeBTF(true)
+	mod, base := fakeBTF{}, fakeBTF{}
+	for name, ts := range all {
+		if name == "ib_qp" || name == "sk_buff" {
+			base[name] = ts
+		} else {
+			mod[name] = ts
+		}
+	}
+	funcs := []string{"rxe_post_send", "rxe_rcv"}
+	if p := planRXE(mod, funcs); p[0].QP != nil || p[1].QP != nil {
+		t.Fatalf("module BTF alone resolved ib_qp/sk_buff: %+v", p)
+	}
+	for _, p := range planRXE(chain{mod, base}, funcs) {
+		if p.QP == nil {
+			t.Errorf("%s: %s", p.Func, p.How)
+		}
+	}
+}
+
 func TestMemberOffsetAnonymous(t *testing.T) {
 	// vm_area_struct on 6.x: vm_start/vm_end inside an anonymous union's
 	// anonymous struct.

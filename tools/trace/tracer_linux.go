@@ -324,7 +324,7 @@ func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
 	var mod typeFinder
 	if vmlinux != nil {
 		if spec, err := btf.LoadKernelModuleSpec("rdma_rxe"); err == nil {
-			mod = spec
+			mod = chain{spec, vmlinux}
 		}
 	}
 	t.rxe = planRXE(mod, RXEFuncs)
