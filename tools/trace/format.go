@@ -232,6 +232,63 @@ var verbsExResp = map[uint32]func(resp []byte) []Field{
 	abi.IB_USER_VERBS_EX_CMD_CREATE_QP: createQPResp,
 }
 
+var portSpaceNames = map[uint16]string{
+	abi.RDMA_PS_TCP: "TCP", abi.RDMA_PS_UDP: "UDP", abi.RDMA_PS_IB: "IB", abi.RDMA_PS_IPOIB: "IPOIB",
+}
+
+// ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr). The
+// data holds the first bytes only: fields past it are not shown.
+var ucmReq = map[uint32]func(body []byte) []Field{
+	abi.RDMA_USER_CM_CMD_CREATE_ID: func(b []byte) []Field {
+		var c abi.UCMCreateID
+		decode(b, &c)
+		ps, ok := portSpaceNames[c.PS]
+		if !ok {
+			ps = fmt.Sprintf("%#x", c.PS)
+		}
+		return []Field{{"ps", ps}, {"qp_type", nameOr(qpTypeNames, c.QPType)}}
+	},
+	abi.RDMA_USER_CM_CMD_DESTROY_ID: func(b []byte) []Field {
+		var c abi.UCMDestroyID
+		decode(b, &c)
+		return []Field{u("id", c.ID)}
+	},
+	abi.RDMA_USER_CM_CMD_BIND: func(b []byte) []Field {
+		var c abi.UCMBind
+		decode(b, &c)
+		f := []Field{u("id", c.ID)}
+		if s := sockaddr(c.Addr[:]); s != "" {
+			f = append(f, Field{"addr", s})
+		}
+		return f
+	},
+	abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE: func(b []byte) []Field {
+		var c abi.UCMResolveRoute
+		decode(b, &c)
+		return []Field{u("id", c.ID), u("timeout_ms", c.TimeoutMS)}
+	},
+	abi.RDMA_USER_CM_CMD_LISTEN: func(b []byte) []Field {
+		var c abi.UCMListen
+		decode(b, &c)
+		return []Field{u("id", c.ID), u("backlog", c.Backlog)}
+	},
+	abi.RDMA_USER_CM_CMD_CONNECT: func(b []byte) []Field {
+		var c abi.UCMConnect
+		decode(b, &c)
+		return []Field{u("qp_num", c.ConnParam.QPNum)}
+	},
+	abi.RDMA_USER_CM_CMD_ACCEPT: func(b []byte) []Field {
+		var c abi.UCMAccept
+		decode(b, &c)
+		return []Field{u("qp_num", c.ConnParam.QPNum)}
+	},
+	abi.RDMA_USER_CM_CMD_DISCONNECT: func(b []byte) []Field {
+		var c abi.UCMDisconnect
+		decode(b, &c)
+		return []Field{u("id", c.ID)}
+	},
+}
+
 // UverbsDevices maps each /dev/infiniband/uverbsN's kernel dev_t
 // (MAJOR<<20|MINOR) to its RDMA device name, from sysfsRoot
 // ("/sys/class/infiniband_verbs").
@@ -342,6 +399,9 @@ func (f *Formatter) Describe(e Event) Description {
 			break
 		}
 		d.Op = orNumber(n.UCMCommand(hdr.Cmd), "CMD_", uint64(hdr.Cmd))
+		if dec := ucmReq[hdr.Cmd]; dec != nil && len(e.Data) > int(sizeofUCMCmdHdr) {
+			d.Args = dec(e.Data[sizeofUCMCmdHdr:])
+		}
 		if e.Resp != nil {
 			switch hdr.Cmd {
 			case abi.RDMA_USER_CM_CMD_CREATE_ID:

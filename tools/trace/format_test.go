@@ -173,6 +173,23 @@ func TestFormatLines(t *testing.T) {
 			resp: le(uint64(1), uint32(3), uint32(abi.RDMA_CM_EVENT_ESTABLISHED), int32(0))},
 		"0.000000 rping[9] ucma GET_EVENT -> ok 1.200ms event=ESTABLISHED status=0 id=3",
 	}, {
+		"ucma connect",
+		record{ts: 1e9, dur: 9000, pid: 9, comm: "rping", kind: KindUCMWrite, flags: flagReturned | flagData,
+			data: le(uint32(abi.RDMA_USER_CM_CMD_CONNECT), uint16(296), uint16(0), uint32(17), uint32(0))},
+		"0.000000 rping[9] ucma CONNECT qp_num=17 -> ok 9us",
+	}, {
+		"ucma bind",
+		record{ts: 1e9, dur: 9000, pid: 9, comm: "rping", kind: KindUCMWrite, flags: flagReturned | flagData,
+			data: le(uint32(abi.RDMA_USER_CM_CMD_BIND), uint16(136), uint16(0), uint32(2), uint16(16), uint16(0),
+				[]byte{2, 0, 0x1b, 0x1e, 10, 77, 0, 1})},
+		"0.000000 rping[9] ucma BIND id=2 addr=10.77.0.1:6942 -> ok 9us",
+	}, {
+		"ucma create id",
+		record{ts: 1e9, dur: 9000, pid: 9, comm: "rping", kind: KindUCMWrite, flags: flagReturned | flagData | flagResp,
+			data: le(uint32(abi.RDMA_USER_CM_CMD_CREATE_ID), uint16(24), uint16(4), uint64(0x55), uint64(0x1000),
+				uint16(abi.RDMA_PS_TCP), uint8(abi.IB_QPT_RC)), resp: le(uint32(6))},
+		"0.000000 rping[9] ucma CREATE_ID ps=TCP qp_type=RC -> ok 9us id=6",
+	}, {
 		"cm event",
 		record{ts: 1e9, pid: 0, comm: "kworker/0:1", kind: KindCMEvent, flags: flagData, a0: uint64(abi.RDMA_CM_EVENT_CONNECT_REQUEST),
 			a1: 0xffffff92, data: append(le(uint32(4), uint32(0)), append(
