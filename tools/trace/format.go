@@ -378,7 +378,9 @@ func (f *Formatter) Describe(e Event) Description {
 					break
 				}
 				if a.AttrID == abi.UVERBS_ATTR_WRITE_CMD {
-					d.Args = append(d.Args, Field{"write_cmd", verbsWriteName(n, uint32(a.Data))})
+					// A write() command sent through ioctl: name it as the command.
+					d.Op = verbsWriteName(n, uint32(a.Data))
+					d.Args = []Field{{"via", "ioctl"}, {"attrs", uint64(hdr.NumAttrs)}}
 				}
 			}
 		}

@@ -161,7 +161,7 @@ func TestFormatLines(t *testing.T) {
 			a0: uint64(abi.RDMA_VERBS_IOCTL),
 			data: le(uint16(40), uint16(abi.UVERBS_OBJECT_DEVICE), uint16(abi.UVERBS_METHOD_INVOKE_WRITE), uint16(1), uint64(0), uint32(0), uint32(0),
 				uint16(abi.UVERBS_ATTR_WRITE_CMD), uint16(0), uint16(0), uint16(0), uint64(abi.IB_USER_VERBS_CMD_ALLOC_PD))},
-		"0.000000 t[9] uverbs ioctl DEVICE.INVOKE_WRITE attrs=1 write_cmd=ALLOC_PD -> ok 1us",
+		"0.000000 t[9] uverbs ALLOC_PD via=ioctl attrs=1 -> ok 1us",
 	}, {
 		"mmap",
 		record{ts: 1e9, dur: 5000, pid: 9, comm: "t", kind: KindVerbsMmap, flags: flagReturned | flagData, a0: 2, a1: 8192},
