@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/tools/trace/capture"
+	"github.com/rdmago/rdmago/tools/trace/ibpkt"
+	"github.com/rdmago/rdmago/tools/trace/pcap"
 )
 
 // These tests attach to the lab kernel (go run ./cmd/rdmalab test ./tools/trace/...).
@@ -325,5 +329,139 @@ func TestLabRping(t *testing.T) {
 	d := DiffHWCounters(hwBefore, hwNow, false)
 	if !slices.ContainsFunc(d, func(c CounterDelta) bool { return c.Name == "sent_pkts" && c.Now > c.Before }) {
 		t.Errorf("hw_counters sent_pkts did not grow: %+v", d)
+	}
+}
+
+// TestLabCaptureTwoNodes runs rping between the two lab nodes (server on
+// node 1, client on node 0), captures the RoCEv2 wire on node 0 with the
+// packet socket while tracing rping there, writes and re-reads the pcap, and
+// checks the packets against the QP rping connected.
+func TestLabCaptureTwoNodes(t *testing.T) {
+	env := labtest.Require(t)
+	if os.Getenv("RDMALAB_NODES") != "2" {
+		t.Skip("needs two nodes (rdmalab test --nodes 2): with one node rxe loops back without touching the netdev")
+	}
+	const port = "7471"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if env.Node == "1" {
+		out, err := hostCmd(ctx, "/usr/bin/rping", "-s", "-a", env.Addr, "-p", port, "-C", "4").CombinedOutput()
+		if err != nil {
+			t.Fatalf("rping server: %v\n%s", err, out)
+		}
+		return
+	}
+	netdev := os.Getenv("RDMALAB_NETDEV")
+	tr := openTracer(t, Options{Comm: "rping", NoRXE: true})
+	h, err := capture.Open(netdev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	capCtx, stopCapture := context.WithCancel(ctx)
+	pkts := make(chan []capture.Packet, 1)
+	go func() {
+		var ps []capture.Packet
+		for {
+			p, err := h.ReadPacket(capCtx)
+			if err != nil {
+				pkts <- ps
+				return
+			}
+			ps = append(ps, p)
+		}
+	}()
+	var out []byte
+	for try := 0; ; try++ {
+		time.Sleep(3 * time.Second) // node 1's server must be listening
+		out, err = hostCmd(ctx, "/usr/bin/rping", "-c", "-a", env.Peer, "-p", port, "-C", "4", "-v").CombinedOutput()
+		if err == nil || try == 5 {
+			break
+		}
+		t.Logf("rping client try %d: %v: %s", try, err, out)
+	}
+	if err != nil {
+		t.Fatalf("rping client: %v\n%s", err, out)
+	}
+	time.Sleep(time.Second)
+	stopCapture()
+	captured := <-pkts
+
+	// The client's QP number, from the traced CONNECT.
+	f := &Formatter{Names: ABINames{}}
+	var clientQPN uint64
+	collect(t, tr, 2*time.Second, func(e Event) bool {
+		if d := f.Describe(e); d.Subsys == "ucma" && d.Op == "CONNECT" {
+			for _, x := range d.Args {
+				if x.Key == "qp_num" {
+					clientQPN = x.Val.(uint64)
+				}
+			}
+		}
+		return false
+	}, func([]Event) bool { return false })
+	if clientQPN == 0 {
+		t.Fatal("no CONNECT with a qp_num traced")
+	}
+
+	// Through a pcap file and back, as Wireshark would read it.
+	path := filepath.Join(t.TempDir(), "rping.pcap")
+	pf, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pcap.NewWriter(pf, capture.DefaultSnapLen, pcap.LinkTypeEthernet, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range captured {
+		if err := w.WritePacket(p.Time, p.Data, p.OrigLen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf.Close()
+	rf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	r, err := pcap.NewReader(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	toClient := 0
+	for i := 0; ; i++ {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := ibpkt.DecodeFrame(rec.Data)
+		if err != nil {
+			t.Errorf("packet %d does not decode: %v", i, err)
+			continue
+		}
+		if i < 40 {
+			t.Logf("%s %s", map[bool]string{true: ">", false: "<"}[captured[i].Outgoing], fr.Summary())
+		}
+		ops[fr.Packet.BTH.OpCode.String()]++
+		if !captured[i].Outgoing && fr.Packet.BTH.OpCode.Transport() == ibpkt.RC {
+			if uint64(fr.Packet.BTH.DestQP) != clientQPN {
+				t.Errorf("incoming RC packet for QP %d, the client's QP is %d", fr.Packet.BTH.DestQP, clientQPN)
+			}
+			toClient++
+		}
+	}
+	t.Logf("%d packets: %v", len(captured), ops)
+	for _, want := range []string{"RC SEND Only", "RC RDMA READ Request", "RC RDMA WRITE Only", "RC Acknowledge", "UD SEND Only"} {
+		if ops[want] == 0 && !(want == "RC RDMA READ Request" && ops["RC RDMA READ Response Only"] > 0) {
+			t.Errorf("no %q packet captured", want)
+		}
+	}
+	if toClient == 0 {
+		t.Error("no RC packet toward the client captured")
 	}
 }
