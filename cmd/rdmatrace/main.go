@@ -324,7 +324,9 @@ flags:
 		if *iface != "" || *wfile != "" {
 			return fmt.Errorf("-r reads a file: it does not go with -i or -w")
 		}
-		return readPcap(*rfile, *count)
+		out := bufio.NewWriter(os.Stdout)
+		defer out.Flush()
+		return readPcap(out, *rfile, *count)
 	}
 	if *iface == "" {
 		return fmt.Errorf("capture needs -i IFACE (or -r FILE)")
@@ -405,7 +407,8 @@ func frameSummary(b []byte) string {
 	return f.Summary()
 }
 
-func readPcap(name string, count int) error {
+// readPcap prints one line per frame of a saved capture.
+func readPcap(out io.Writer, name string, count int) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -418,8 +421,6 @@ func readPcap(name string, count int) error {
 	if r.LinkType != pcap.LinkTypeEthernet {
 		return fmt.Errorf("%s: link type %d, only Ethernet (1) is decoded", name, r.LinkType)
 	}
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
 	var start time.Time
 	for n := 0; count == 0 || n < count; n++ {
 		rec, err := r.Next()

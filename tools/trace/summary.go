@@ -124,10 +124,13 @@ func (o *OpStats) Avg() uint64 {
 
 // WriteHistogram draws o's latency histogram like bcc's funclatency.
 func (o *OpStats) WriteHistogram(w io.Writer) {
-	last := -1
+	first, last := -1, -1
 	var peak uint64
 	for i, c := range o.Hist {
 		if c > 0 {
+			if first < 0 {
+				first = i
+			}
 			last = i
 			peak = max(peak, c)
 		}
@@ -136,7 +139,7 @@ func (o *OpStats) WriteHistogram(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  %-24s : %-8s |%-40s|\n", "usecs", "count", "distribution")
-	for i := 0; i <= last; i++ {
+	for i := first; i <= last; i++ {
 		lo, hi := uint64(0), uint64(0)
 		if i > 0 {
 			lo, hi = 1<<(i-1), 1<<i-1
