@@ -160,6 +160,10 @@ flags:
 		}
 	}
 
+	// Signals are caught from here on, so a SIGTERM while the probes load
+	// still ends in Close.
+	ctx, cancel := signalContext(tf.duration)
+	defer cancel()
 	t, err := trace.New(trace.Options{PID: tf.pid, Comm: tf.comm, NoRXE: tf.noRXE})
 	if err != nil {
 		return err
@@ -184,9 +188,6 @@ flags:
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	fmt.Fprintln(os.Stderr, "rdmatrace: tracing; Ctrl-C to stop")
-
-	ctx, cancel := signalContext(tf.duration)
-	defer cancel()
 	var tick <-chan time.Time
 	if tf.interval > 0 {
 		tk := time.NewTicker(tf.interval)
