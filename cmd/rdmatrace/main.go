@@ -241,6 +241,7 @@ loop:
 		case <-tick:
 			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
 			sum.Write(out, tf.hist)
+			writeRXE(out, t, hwBefore, devs)
 			out.Flush()
 		}
 	}
@@ -263,6 +264,8 @@ loop:
 	return t.Close()
 }
 
+// writeRXE prints the rxe hit counts and the hw_counters that changed since
+// hwBefore.
 func writeRXE(w io.Writer, t *trace.Tracer, hwBefore []trace.HWCounters, devs []string) {
 	counts, err := t.RXECounts()
 	if err != nil {
