@@ -56,7 +56,10 @@ type Lab struct {
 	mu       sync.Mutex
 	timedOut bool
 	closed   bool
-	Boot     time.Duration // time from Start to every node ready
+	done     chan struct{} // closed by Close
+
+	interrupted bool
+	Boot        time.Duration // time from Start to every node ready
 }
 
 type frame struct {
@@ -193,6 +196,18 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		l.mu.Unlock()
 		l.kill()
 	})
+	l.done = make(chan struct{})
+	go func() {
+		// Interrupted (^C, SIGTERM): stop the guests rather than leave them.
+		select {
+		case <-ctx.Done():
+			l.mu.Lock()
+			l.interrupted = true
+			l.mu.Unlock()
+			l.kill()
+		case <-l.done:
+		}
+	}()
 	if err := l.boot(ctx, qemu, initrd, accel); err != nil {
 		l.Close()
 		return nil, err
@@ -313,7 +328,7 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		if n == 2 && i == 0 {
 			// Node 1 connects to node 0's socket: wait until it listens.
 			for t := 0; !listening(port); t++ {
-				if t > 200 {
+				if t > 1200 { // 30 s: qemu sets its netdevs up before the guest starts
 					return l.nodeErr(nd, fmt.Errorf("qemu never listened on 127.0.0.1:%d", port))
 				}
 				select {
@@ -405,8 +420,11 @@ func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) 
 // nodeErr explains a node's failure with the tail of its console.
 func (l *Lab) nodeErr(nd *node, err error) error {
 	l.mu.Lock()
-	to := l.timedOut
+	to, intr := l.timedOut, l.interrupted
 	l.mu.Unlock()
+	if intr {
+		err = fmt.Errorf("interrupted: %w", err)
+	}
 	if to {
 		err = fmt.Errorf("timed out after %v (guest hung or too slow; raise --timeout): %w", l.opts.Timeout, err)
 	}
@@ -569,6 +587,9 @@ func (l *Lab) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	if l.done != nil {
+		close(l.done)
+	}
 	for _, nd := range l.nodes {
 		if nd.w != nil {
 			_ = nd.w.Frame(labproto.Quit, nil)
