@@ -9,7 +9,8 @@
 //
 // # Sources
 //
-// One Go file ports one header, named after it:
+// One Go file ports one header and is named after it (other files hold
+// encoding helpers):
 //
 //	ib_user_verbs.go        include/uapi/rdma/ib_user_verbs.h
 //	ib_user_ioctl_cmds.go   include/uapi/rdma/ib_user_ioctl_cmds.h
@@ -19,11 +20,16 @@
 //	rdma_user_cm.go         include/uapi/rdma/rdma_user_cm.h (and the parts of ib_user_sa.h it uses)
 //	rdma_netlink.go         include/uapi/rdma/rdma_netlink.h
 //
-// The headers were taken from rdma-core v44 (its kernel-headers directory,
-// as Debian 12 installs them under /usr/include/rdma), which match the UAPI
-// of Linux 6.1; the rdma_cm ABI is version 4. Newer kernels only add to these
-// ABIs. A lab test compares every struct with the BTF of the running kernel
-// (Linux 6.1 and 6.12 in rdmago's lab).
+// The verbs, ioctl and rxe files were ported from rdma-core's copy of the
+// kernel headers (kernel-headers/, commit 691953d of 2026-08) and checked
+// against the headers Debian 12 installs (rdma-core v44, the UAPI of Linux
+// 6.1); rdma_user_cm.go and rdma_netlink.go were ported from those installed
+// v44 headers, rdma_user_cm.go with the later additions up to 691953d. The
+// rdma_cm ABI is version 4. Whatever is newer than a lab kernel is marked
+// with the kernel that first has it (or "newer than Linux 6.12"); an older
+// kernel rejects such a command or ignores such a field. A lab test compares
+// every struct with the BTF of the running kernel (Linux 6.1 and 6.12 in
+// rdmago's lab).
 //
 // # Rules
 //
@@ -41,8 +47,10 @@
 // union, with typed accessors (UCMEventResp.Param and its ConnParam and
 // UDParam methods).
 //
-// Sizes and offsets are those of 64-bit Linux; the structs have the same
-// layout on 32-bit targets where the C header forces it (__aligned_u64).
+// Sizes and offsets are those of 64-bit Linux. The C compiler lays every
+// ported struct out the same way for i386 (the headers use __aligned_u64), and
+// so does Go for GOARCH=386; the kernel has no compat layer for these ABIs, so
+// a 32-bit process on a 64-bit kernel uses these very layouts.
 // Multi-byte fields are in the host's byte order unless the C type is
 // __be16/__be32/__be64, which are ported as byte arrays or documented as
 // network order.

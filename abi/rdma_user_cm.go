@@ -12,17 +12,19 @@ import (
 )
 
 // This file is include/uapi/rdma/rdma_user_cm.h, ABI version 4: the write()
-// command ABI of /dev/infiniband/rdma_cm (the kernel's ucma), as installed by
-// rdma-core v44 (kernel-headers/rdma/rdma_user_cm.h, the same as Linux 6.1 and
-// 6.12). It also holds the parts of include/uapi/rdma/ib_user_sa.h that ucma
-// uses (ib_user_path_rec, ib_path_rec_data), the socket address types the
-// commands embed (as fixed byte arrays), the CM event codes
+// command ABI of /dev/infiniband/rdma_cm (the kernel's ucma). It was ported by
+// hand from rdma-core v44 (kernel-headers/rdma/rdma_user_cm.h, as Debian 12
+// installs it; the ABI of Linux 6.1 and 6.12), plus the additions up to
+// rdma-core's kernel-headers at commit 691953d (2026-08), which are marked
+// "newer than Linux 6.12": IB service resolution (RESOLVE_IB_SERVICE,
+// RDMA_USER_CM_QUERY_IB_SERVICE) and user events (WRITE_CM_EVENT). Older
+// kernels reject those commands with EINVAL and that query with ENOSYS.
+//
+// It also holds the parts of include/uapi/rdma/ib_user_sa.h that ucma uses
+// (ib_user_path_rec, ib_path_rec_data, ib_user_service_rec), the socket
+// address types the commands embed (as fixed byte arrays), the CM event codes
 // (enum rdma_cm_event_type, include/rdma/rdma_cm.h and librdmacm's
 // rdma_cma.h), and the private-data limits of the IB CM (include/rdma/ib_cm.h).
-//
-// Kernels after 6.12 added RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE (23) and
-// RDMA_USER_CM_CMD_WRITE_CM_EVENT (24) with their structs; they are not in ABI
-// version 4 as installed here and are not ported.
 //
 // A command is one write(2) of an rdma_ucm_cmd_hdr followed by the command
 // struct; EncodeUCMCommand builds that buffer. Commands with a response carry
@@ -65,6 +67,9 @@ const (
 	RDMA_USER_CM_CMD_BIND          = 20
 	RDMA_USER_CM_CMD_RESOLVE_ADDR  = 21
 	RDMA_USER_CM_CMD_JOIN_MCAST    = 22
+
+	RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE = 23 // newer than Linux 6.12
+	RDMA_USER_CM_CMD_WRITE_CM_EVENT     = 24 // newer than Linux 6.12
 )
 
 var ucmCmdNames = [...]string{
@@ -72,7 +77,7 @@ var ucmCmdNames = [...]string{
 	"QUERY_ROUTE", "CONNECT", "LISTEN", "ACCEPT", "REJECT", "DISCONNECT",
 	"INIT_QP_ATTR", "GET_EVENT", "GET_OPTION", "SET_OPTION", "NOTIFY",
 	"JOIN_IP_MCAST", "LEAVE_MCAST", "MIGRATE_ID", "QUERY", "BIND",
-	"RESOLVE_ADDR", "JOIN_MCAST",
+	"RESOLVE_ADDR", "JOIN_MCAST", "RESOLVE_IB_SERVICE", "WRITE_CM_EVENT",
 }
 
 // UCMCmdString names an rdma_ucm command number: "RDMA_USER_CM_CMD_CONNECT",
@@ -98,7 +103,20 @@ const (
 	RDMA_USER_CM_QUERY_ADDR = 0 // response UCMQueryAddrResp
 	RDMA_USER_CM_QUERY_PATH = 1 // response UCMQueryPathResp + IBPathRecData[num_paths]
 	RDMA_USER_CM_QUERY_GID  = 2 // response UCMQueryAddrResp (addresses as sockaddr_ib)
+
+	// Response UCMQueryIBServiceResp + IBUserServiceRec[num_service_recs];
+	// newer than Linux 6.12.
+	RDMA_USER_CM_QUERY_IB_SERVICE = 3
 )
+
+// Flags of UCMIBService: which of its fields to resolve by (newer than Linux 6.12).
+const (
+	RDMA_USER_CM_IB_SERVICE_FLAG_ID   = 1 << 0
+	RDMA_USER_CM_IB_SERVICE_FLAG_NAME = 1 << 1
+)
+
+// RDMA_USER_CM_IB_SERVICE_NAME_SIZE is the size of UCMIBService.ServiceName.
+const RDMA_USER_CM_IB_SERVICE_NAME_SIZE = 64
 
 // Multicast join flags: the JoinFlags of UCMJoinMcast (anonymous enum).
 const (
@@ -202,6 +220,12 @@ const (
 	RDMA_CM_EVENT_MULTICAST_ERROR  CMEventType = 13
 	RDMA_CM_EVENT_ADDR_CHANGE      CMEventType = 14
 	RDMA_CM_EVENT_TIMEWAIT_EXIT    CMEventType = 15
+
+	// Newer than Linux 6.12.
+	RDMA_CM_EVENT_ADDRINFO_RESOLVED CMEventType = 16 // RESOLVE_IB_SERVICE done
+	RDMA_CM_EVENT_ADDRINFO_ERROR    CMEventType = 17 // RESOLVE_IB_SERVICE failed
+	RDMA_CM_EVENT_USER              CMEventType = 18 // written by WRITE_CM_EVENT; UCMEventResp.Arg
+	RDMA_CM_EVENT_INTERNAL          CMEventType = 19 // kernel-internal, never delivered
 )
 
 var cmEventNames = [...]string{
@@ -209,10 +233,11 @@ var cmEventNames = [...]string{
 	"CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE",
 	"REJECTED", "ESTABLISHED", "DISCONNECTED", "DEVICE_REMOVAL",
 	"MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT",
+	"ADDRINFO_RESOLVED", "ADDRINFO_ERROR", "USER", "INTERNAL",
 }
 
 // String returns the C name ("RDMA_CM_EVENT_ESTABLISHED"), or
-// "RDMA_CM_EVENT(17)" for a code newer than this port.
+// "RDMA_CM_EVENT(25)" for a code newer than this port.
 func (e CMEventType) String() string {
 	if e < CMEventType(len(cmEventNames)) {
 		return "RDMA_CM_EVENT_" + cmEventNames[e]
@@ -460,6 +485,25 @@ type IBPathRecData struct {
 	PathRec  [16]uint32
 }
 
+// IBUserServiceRec is struct ib_user_service_rec
+// (include/uapi/rdma/ib_user_sa.h): an IB service record as QUERY with
+// RDMA_USER_CM_QUERY_IB_SERVICE returns it (newer than Linux 6.12). The
+// [N]byte fields are big-endian (__be16/32/64 and arrays of them) in C.
+type IBUserServiceRec struct {
+	_        structs.HostLayout
+	ID       [8]byte // __be64
+	GID      [16]uint8
+	PKey     [2]byte // __be16
+	Reserved [2]uint8
+	Lease    [4]byte // __be32
+	Key      [16]uint8
+	Name     [64]uint8
+	Data8    [16]uint8
+	Data16   [16]byte // __be16[8]
+	Data32   [16]byte // __be32[4]
+	Data64   [16]byte // __be64[2]
+}
+
 // UCMCmdHdr is struct rdma_ucm_cmd_hdr (include/uapi/rdma/rdma_user_cm.h):
 // the start of every write() to /dev/infiniband/rdma_cm. In and Out are in
 // bytes: the size of the command struct that follows, and of the response
@@ -619,6 +663,16 @@ type UCMQueryPathResp struct {
 	_        structs.HostLayout
 	NumPaths uint32
 	Reserved uint32
+}
+
+// UCMQueryIBServiceResp is struct rdma_ucm_query_ib_service_resp
+// (include/uapi/rdma/rdma_user_cm.h, newer than Linux 6.12) without its
+// flexible array member recs: NumServiceRecs IBUserServiceRec follow it at
+// offset 8 (DecodeUCMQueryIBServiceResp).
+type UCMQueryIBServiceResp struct {
+	_              structs.HostLayout
+	NumServiceRecs uint32
+	_              [4]byte
 }
 
 // UCMConnParam is struct rdma_ucm_conn_param
@@ -859,6 +913,10 @@ func (e *UCMEventResp) UDParam() UCMUDParam {
 	return p
 }
 
+// Arg returns the union's arg32 pair as the 64-bit value a WRITE_CM_EVENT
+// stored (RDMA_CM_EVENT_USER events; newer than Linux 6.12).
+func (e *UCMEventResp) Arg() uint64 { return binary.NativeEndian.Uint64(e.Param[:8]) }
+
 // SetConnParam stores p in Param (the rest of the union is zeroed).
 func (e *UCMEventResp) SetConnParam(p *UCMConnParam) {
 	e.Param = [SizeofUCMEventParam]byte{}
@@ -939,30 +997,76 @@ type UCMMigrateResp struct {
 	EventsReported uint32
 }
 
+// UCMIBService is struct rdma_ucm_ib_service
+// (include/uapi/rdma/rdma_user_cm.h, newer than Linux 6.12): the IB service to
+// resolve, by ServiceID and/or ServiceName as Flags says.
+type UCMIBService struct {
+	_           structs.HostLayout
+	ServiceID   uint64
+	ServiceName [RDMA_USER_CM_IB_SERVICE_NAME_SIZE]uint8
+	Flags       uint32
+	Reserved    uint32
+}
+
+// UCMResolveIBService is struct rdma_ucm_resolve_ib_service
+// (include/uapi/rdma/rdma_user_cm.h, newer than Linux 6.12), the body of
+// RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE. Completion is an ADDRINFO_RESOLVED or
+// ADDRINFO_ERROR event; QUERY with RDMA_USER_CM_QUERY_IB_SERVICE then returns
+// the records.
+type UCMResolveIBService struct {
+	_        structs.HostLayout
+	ID       uint32
+	Reserved uint32
+	IBS      UCMIBService
+}
+
+// UCMWriteCMEvent is struct rdma_ucm_write_cm_event
+// (include/uapi/rdma/rdma_user_cm.h, newer than Linux 6.12), the body of
+// RDMA_USER_CM_CMD_WRITE_CM_EVENT (rdma_write_cm_event): it queues an event
+// (RDMA_CM_EVENT_USER) with Status and the union's arg on the id. The C
+// union param {conn; ud; __u64 arg} is 8-byte aligned here and ported as
+// bytes: SetArg stores arg.
+type UCMWriteCMEvent struct {
+	_        structs.HostLayout
+	ID       uint32
+	Reserved uint32
+	Event    uint32
+	Status   uint32
+	Param    [SizeofUCMEventParam]byte // union param {conn; ud; arg}
+}
+
+// SetArg stores arg, the value the event's UCMEventResp.Arg returns.
+func (w *UCMWriteCMEvent) SetArg(arg uint64) {
+	w.Param = [SizeofUCMEventParam]byte{}
+	binary.NativeEndian.PutUint64(w.Param[:], arg)
+}
+
 // UCMBody is a command struct that EncodeUCMCommand accepts: a pointer to
 // one of the UCM* command types. The interface is sealed.
 type UCMBody interface{ isUCMBody() }
 
-func (*UCMCreateID) isUCMBody()     {}
-func (*UCMDestroyID) isUCMBody()    {}
-func (*UCMBindIP) isUCMBody()       {}
-func (*UCMBind) isUCMBody()         {}
-func (*UCMResolveIP) isUCMBody()    {}
-func (*UCMResolveAddr) isUCMBody()  {}
-func (*UCMResolveRoute) isUCMBody() {}
-func (*UCMQuery) isUCMBody()        {}
-func (*UCMConnect) isUCMBody()      {}
-func (*UCMListen) isUCMBody()       {}
-func (*UCMAccept) isUCMBody()       {}
-func (*UCMReject) isUCMBody()       {}
-func (*UCMDisconnect) isUCMBody()   {}
-func (*UCMInitQPAttr) isUCMBody()   {}
-func (*UCMNotify) isUCMBody()       {}
-func (*UCMJoinIPMcast) isUCMBody()  {}
-func (*UCMJoinMcast) isUCMBody()    {}
-func (*UCMGetEvent) isUCMBody()     {}
-func (*UCMSetOption) isUCMBody()    {}
-func (*UCMMigrateID) isUCMBody()    {}
+func (*UCMCreateID) isUCMBody()         {}
+func (*UCMDestroyID) isUCMBody()        {}
+func (*UCMBindIP) isUCMBody()           {}
+func (*UCMBind) isUCMBody()             {}
+func (*UCMResolveIP) isUCMBody()        {}
+func (*UCMResolveAddr) isUCMBody()      {}
+func (*UCMResolveRoute) isUCMBody()     {}
+func (*UCMQuery) isUCMBody()            {}
+func (*UCMConnect) isUCMBody()          {}
+func (*UCMListen) isUCMBody()           {}
+func (*UCMAccept) isUCMBody()           {}
+func (*UCMReject) isUCMBody()           {}
+func (*UCMDisconnect) isUCMBody()       {}
+func (*UCMInitQPAttr) isUCMBody()       {}
+func (*UCMNotify) isUCMBody()           {}
+func (*UCMJoinIPMcast) isUCMBody()      {}
+func (*UCMJoinMcast) isUCMBody()        {}
+func (*UCMGetEvent) isUCMBody()         {}
+func (*UCMSetOption) isUCMBody()        {}
+func (*UCMMigrateID) isUCMBody()        {}
+func (*UCMResolveIBService) isUCMBody() {}
+func (*UCMWriteCMEvent) isUCMBody()     {}
 
 // SizeofUCMCmdHdr is sizeof(struct rdma_ucm_cmd_hdr).
 const SizeofUCMCmdHdr = 8
@@ -993,8 +1097,10 @@ func UCMRespSize(cmd uint32, body UCMBody) (int, error) {
 			return 280, nil // rdma_ucm_query_addr_resp
 		case RDMA_USER_CM_QUERY_PATH:
 			return 8, nil // rdma_ucm_query_path_resp
+		case RDMA_USER_CM_QUERY_IB_SERVICE:
+			return 8, nil // rdma_ucm_query_ib_service_resp
 		}
-		return 0, fmt.Errorf("%s: option %d is not RDMA_USER_CM_QUERY_ADDR, _PATH or _GID", UCMCmdString(cmd), q.Option)
+		return 0, fmt.Errorf("%s: option %d is not RDMA_USER_CM_QUERY_ADDR, _PATH, _GID or _IB_SERVICE", UCMCmdString(cmd), q.Option)
 	}
 	return 0, nil
 }
@@ -1062,6 +1168,12 @@ func ucmBodyOK(cmd uint32, body UCMBody) (want string, ok bool) {
 	case RDMA_USER_CM_CMD_JOIN_MCAST:
 		_, ok = body.(*UCMJoinMcast)
 		return "*abi.UCMJoinMcast", ok
+	case RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE:
+		_, ok = body.(*UCMResolveIBService)
+		return "*abi.UCMResolveIBService", ok
+	case RDMA_USER_CM_CMD_WRITE_CM_EVENT:
+		_, ok = body.(*UCMWriteCMEvent)
+		return "*abi.UCMWriteCMEvent", ok
 	}
 	return "", false
 }
@@ -1142,16 +1254,17 @@ func AppendUCMCommand(dst []byte, cmd uint32, body UCMBody, out int) ([]byte, er
 
 // UCMResp is a fixed-size response struct DecodeUCMResp fills: a pointer to
 // UCMCreateIDResp, UCMDestroyIDResp, UCMMigrateResp, UCMQueryRouteResp,
-// UCMQueryAddrResp, UCMQueryPathResp or UCMEventResp. The interface is sealed.
+// UCMQueryAddrResp, UCMQueryPathResp, UCMQueryIBServiceResp or UCMEventResp. The interface is sealed.
 type UCMResp interface{ isUCMResp() }
 
-func (*UCMCreateIDResp) isUCMResp()   {}
-func (*UCMDestroyIDResp) isUCMResp()  {}
-func (*UCMMigrateResp) isUCMResp()    {}
-func (*UCMQueryRouteResp) isUCMResp() {}
-func (*UCMQueryAddrResp) isUCMResp()  {}
-func (*UCMQueryPathResp) isUCMResp()  {}
-func (*UCMEventResp) isUCMResp()      {}
+func (*UCMCreateIDResp) isUCMResp()       {}
+func (*UCMDestroyIDResp) isUCMResp()      {}
+func (*UCMMigrateResp) isUCMResp()        {}
+func (*UCMQueryRouteResp) isUCMResp()     {}
+func (*UCMQueryAddrResp) isUCMResp()      {}
+func (*UCMQueryPathResp) isUCMResp()      {}
+func (*UCMQueryIBServiceResp) isUCMResp() {}
+func (*UCMEventResp) isUCMResp()          {}
 
 // DecodeUCMResp fills resp from the response buffer b the kernel wrote. b
 // must be at least as large as the response struct.
@@ -1187,4 +1300,27 @@ func DecodeUCMQueryPathResp(b []byte) (UCMQueryPathResp, []IBPathRecData, error)
 		mustDecode(rest[i*SizeofIBPathRecData:], &paths[i])
 	}
 	return r, paths, nil
+}
+
+// SizeofIBUserServiceRec is sizeof(struct ib_user_service_rec).
+const SizeofIBUserServiceRec = 176
+
+// DecodeUCMQueryIBServiceResp decodes the response of QUERY with
+// RDMA_USER_CM_QUERY_IB_SERVICE: the fixed part and its NumServiceRecs
+// service records. It fails if b is too short for the records the kernel
+// says it wrote.
+func DecodeUCMQueryIBServiceResp(b []byte) (UCMQueryIBServiceResp, []IBUserServiceRec, error) {
+	var r UCMQueryIBServiceResp
+	if err := DecodeUCMResp(b, &r); err != nil {
+		return r, nil, err
+	}
+	rest := b[8:]
+	if need := uint64(r.NumServiceRecs) * SizeofIBUserServiceRec; need > uint64(len(rest)) {
+		return r, nil, fmt.Errorf("rdma_cm query ib service: %d records need %d bytes after the header, have %d (enlarge the response buffer)", r.NumServiceRecs, need, len(rest))
+	}
+	recs := make([]IBUserServiceRec, r.NumServiceRecs)
+	for i := range recs {
+		mustDecode(rest[i*SizeofIBUserServiceRec:], &recs[i])
+	}
+	return r, recs, nil
 }

@@ -57,6 +57,10 @@ func TestEncodeUCMCommandGolden(t *testing.T) {
 	if err := conn.ConnParam.SetData([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
+	ibs := UCMResolveIBService{ID: 12, IBS: UCMIBService{ServiceID: 0x1122334455667788, Flags: RDMA_USER_CM_IB_SERVICE_FLAG_ID | RDMA_USER_CM_IB_SERVICE_FLAG_NAME}}
+	copy(ibs.IBS.ServiceName[:], "rdmago.test")
+	wce := UCMWriteCMEvent{ID: 13, Event: uint32(RDMA_CM_EVENT_USER), Status: 0x11223344}
+	wce.SetArg(0x55667788aabbccdd)
 	rej := UCMReject{ID: 5, Reason: IB_CM_REJ_CONSUMER_DEFINED}
 	if err := rej.SetData([]byte("busy")); err != nil {
 		t.Fatal(err)
@@ -80,6 +84,8 @@ func TestEncodeUCMCommandGolden(t *testing.T) {
 		{"set_option", RDMA_USER_CM_CMD_SET_OPTION, &UCMSetOption{OptVal: 0x7f00aabbce00, ID: 3, Level: RDMA_OPTION_ID, OptName: RDMA_OPTION_ID_REUSEADDR, OptLen: 4}, 0},
 		{"query_addr", RDMA_USER_CM_CMD_QUERY, &UCMQuery{Response: 0x7f00aabbcf00, ID: 3, Option: RDMA_USER_CM_QUERY_ADDR}, 280},
 		{"destroy_id", RDMA_USER_CM_CMD_DESTROY_ID, &UCMDestroyID{Response: 0x7f00aabbd000, ID: 3}, 4},
+		{"resolve_ib_service", RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE, &ibs, 0},
+		{"write_cm_event", RDMA_USER_CM_CMD_WRITE_CM_EVENT, &wce, 0},
 		{"join_mcast", RDMA_USER_CM_CMD_JOIN_MCAST, &UCMJoinMcast{Response: 0x1000, UID: 0x2000, ID: 6, JoinFlags: RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER, AddrSize: nmc, Addr: mc}, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,6 +168,7 @@ func TestUCMRespSize(t *testing.T) {
 		{RDMA_USER_CM_CMD_QUERY, &UCMQuery{Option: RDMA_USER_CM_QUERY_ADDR}, UCMQueryAddrResp{}},
 		{RDMA_USER_CM_CMD_QUERY, &UCMQuery{Option: RDMA_USER_CM_QUERY_GID}, UCMQueryAddrResp{}},
 		{RDMA_USER_CM_CMD_QUERY, &UCMQuery{Option: RDMA_USER_CM_QUERY_PATH}, UCMQueryPathResp{}},
+		{RDMA_USER_CM_CMD_QUERY, &UCMQuery{Option: RDMA_USER_CM_QUERY_IB_SERVICE}, UCMQueryIBServiceResp{}},
 	} {
 		got, err := UCMRespSize(c.cmd, c.body)
 		if want := binary.Size(c.resp); err != nil || got != want {
@@ -169,7 +176,7 @@ func TestUCMRespSize(t *testing.T) {
 		}
 	}
 	if binary.Size(UCMEventResp{}) != SizeofUCMEventResp || binary.Size(IBPathRecData{}) != SizeofIBPathRecData ||
-		binary.Size(QPAttr{}) != SizeofIBUverbsQPAttr ||
+		binary.Size(QPAttr{}) != SizeofIBUverbsQPAttr || binary.Size(IBUserServiceRec{}) != SizeofIBUserServiceRec ||
 		binary.Size(UCMCmdHdr{}) != SizeofUCMCmdHdr || binary.Size(UCMEventResp{}.Param) != binary.Size(UCMUDParam{}) {
 		t.Error("a Sizeof constant disagrees with its struct")
 	}
@@ -437,7 +444,7 @@ func TestUCMConstants(t *testing.T) {
 			t.Errorf("%s = %d, header says %d", c.name, c.got, c.want)
 		}
 	}
-	if len(ucmCmdNames) != RDMA_USER_CM_CMD_JOIN_MCAST+1 {
+	if len(ucmCmdNames) != RDMA_USER_CM_CMD_WRITE_CM_EVENT+1 {
 		t.Errorf("%d command names", len(ucmCmdNames))
 	}
 	for _, c := range []struct {
@@ -447,7 +454,9 @@ func TestUCMConstants(t *testing.T) {
 		{RDMA_USER_CM_CMD_CREATE_ID, "RDMA_USER_CM_CMD_CREATE_ID"},
 		{RDMA_USER_CM_CMD_INIT_QP_ATTR, "RDMA_USER_CM_CMD_INIT_QP_ATTR"},
 		{RDMA_USER_CM_CMD_JOIN_MCAST, "RDMA_USER_CM_CMD_JOIN_MCAST"},
-		{23, "RDMA_USER_CM_CMD(23)"},
+		{RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE, "RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE"},
+		{RDMA_USER_CM_CMD_WRITE_CM_EVENT, "RDMA_USER_CM_CMD_WRITE_CM_EVENT"},
+		{25, "RDMA_USER_CM_CMD(25)"},
 	} {
 		if got := UCMCmdString(c.cmd); got != c.want {
 			t.Errorf("UCMCmdString(%d) = %q, want %q", c.cmd, got, c.want)
@@ -462,13 +471,15 @@ func TestUCMConstants(t *testing.T) {
 		{RDMA_CM_EVENT_ESTABLISHED, "RDMA_CM_EVENT_ESTABLISHED"},
 		{RDMA_CM_EVENT_DISCONNECTED, "RDMA_CM_EVENT_DISCONNECTED"},
 		{RDMA_CM_EVENT_TIMEWAIT_EXIT, "RDMA_CM_EVENT_TIMEWAIT_EXIT"},
-		{16, "RDMA_CM_EVENT(16)"},
+		{RDMA_CM_EVENT_ADDRINFO_RESOLVED, "RDMA_CM_EVENT_ADDRINFO_RESOLVED"},
+		{RDMA_CM_EVENT_INTERNAL, "RDMA_CM_EVENT_INTERNAL"},
+		{20, "RDMA_CM_EVENT(20)"},
 	} {
 		if got := c.e.String(); got != c.want {
 			t.Errorf("%d.String() = %q, want %q", uint32(c.e), got, c.want)
 		}
 	}
-	if int(RDMA_CM_EVENT_TIMEWAIT_EXIT) != 15 || int(RDMA_CM_EVENT_ESTABLISHED) != 9 || len(cmEventNames) != 16 {
+	if int(RDMA_CM_EVENT_TIMEWAIT_EXIT) != 15 || int(RDMA_CM_EVENT_ESTABLISHED) != 9 || int(RDMA_CM_EVENT_USER) != 18 || len(cmEventNames) != 20 {
 		t.Error("event codes disagree with rdma_cma.h")
 	}
 }
@@ -516,6 +527,10 @@ func newUCMBody(cmd uint32) UCMBody {
 		return new(UCMResolveAddr)
 	case RDMA_USER_CM_CMD_JOIN_MCAST:
 		return new(UCMJoinMcast)
+	case RDMA_USER_CM_CMD_RESOLVE_IB_SERVICE:
+		return new(UCMResolveIBService)
+	case RDMA_USER_CM_CMD_WRITE_CM_EVENT:
+		return new(UCMWriteCMEvent)
 	}
 	return nil
 }
@@ -625,5 +640,31 @@ func TestDecodeUCMInitQPAttrResp(t *testing.T) {
 	}
 	if _, err := DecodeUCMInitQPAttrResp(b[:143]); err == nil {
 		t.Error("143-byte response accepted")
+	}
+}
+
+func TestUCMUserEventAndIBService(t *testing.T) {
+	e, err := DecodeUCMEventResp(golden(t, "event_user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.EventType() != RDMA_CM_EVENT_USER || e.Status != 0x11223344 || e.Arg() != 0x55667788aabbccdd {
+		t.Errorf("user event: %v status %#x arg %#x", e.EventType(), e.Status, e.Arg())
+	}
+
+	rec := make([]byte, 8+2*SizeofIBUserServiceRec)
+	binary.NativeEndian.PutUint32(rec, 2)
+	second := rec[8+SizeofIBUserServiceRec:]
+	copy(second[48:], "svc") // name
+	binary.BigEndian.PutUint64(second[0:], 0x1234)
+	h, recs, err := DecodeUCMQueryIBServiceResp(rec)
+	if err != nil || h.NumServiceRecs != 2 || len(recs) != 2 || string(recs[1].Name[:3]) != "svc" || binary.BigEndian.Uint64(recs[1].ID[:]) != 0x1234 {
+		t.Errorf("ib service resp %+v %d %v", h, len(recs), err)
+	}
+	if _, _, err := DecodeUCMQueryIBServiceResp(rec[:len(rec)-1]); err == nil {
+		t.Error("truncated records accepted")
+	}
+	if _, _, err := DecodeUCMQueryIBServiceResp(rec[:7]); err == nil {
+		t.Error("7-byte response accepted")
 	}
 }
