@@ -242,11 +242,26 @@ func (c *Context) Close() error {
 	c.cmdMu.Lock()
 	c.mu.Lock()
 	c.closed = true
+	// Objects whose destroy failed die with the fd: none may keep pointing
+	// into the mappings released below.
+	var left []object
+	for k := range c.objs {
+		for o := range c.objs[k] {
+			left = append(left, o)
+		}
+		clear(c.objs[k])
+	}
+	clear(c.byHandle)
 	c.mu.Unlock()
 	c.cleanup.Stop()
 	c.res.release() // closes the fd
 	c.fd = -1
 	c.cmdMu.Unlock()
+	for _, o := range left {
+		if a, ok := o.(interface{ abandon() }); ok {
+			a.abandon()
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -423,6 +438,7 @@ func (c *Context) getContext() (int, error) {
 type eventFile struct {
 	f  *os.File
 	rc syscall.RawConn
+	mu sync.Mutex // one reader at a time: reads share the file's deadline
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {

@@ -241,3 +241,11 @@ func (cq *CQ) Close() error {
 	}
 	return nil
 }
+
+// abandon forgets the ring without system calls (see QP.abandon).
+func (cq *CQ) abandon() {
+	cq.mu.Lock()
+	cq.closed = true
+	cq.mem, cq.ring = nil, rxe.CQ{}
+	cq.mu.Unlock()
+}

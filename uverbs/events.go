@@ -19,6 +19,8 @@ import (
 // read reads one event record into buf, parking the goroutine on the Go
 // netpoller until the kernel has one or ctx is done.
 func (e *eventFile) read(ctx context.Context, buf []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

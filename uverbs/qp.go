@@ -66,7 +66,7 @@ type QP struct {
 	db        *doorbell
 	pin       *runtime.Pinner
 	ring      func() error // rings the doorbell; tests replace it
-	doorbells uint64
+	doorbells atomic.Uint64
 	state     atomic.Uint32 // QPState as last set by Modify
 
 	flushOK       bool
@@ -193,7 +193,7 @@ func (qp *QP) setup(drv *abi.RxeCreateQPResp) error {
 // writeDoorbell is the doorbell: one write(2) of the preallocated command.
 func (qp *QP) writeDoorbell() error {
 	n, err := sys.Write(qp.fd, abi.Bytes(&qp.db.req))
-	qp.doorbells++
+	qp.doorbells.Add(1)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
 
 // Doorbells counts the doorbell write(2) calls made for this QP: one per
 // successful PostSend call, whatever the number of work requests in it.
-func (qp *QP) Doorbells() uint64 { return qp.doorbells }
+func (qp *QP) Doorbells() uint64 { return qp.doorbells.Load() }
 
 // SendCQ and RecvCQ are the QP's completion queues.
 func (qp *QP) SendCQ() *CQ { return qp.sendCQ }
@@ -514,4 +514,14 @@ func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
+}
+
+// abandon forgets the rings without system calls; the Context's fd is being
+// closed and with it every kernel object.
+func (qp *QP) abandon() {
+	qp.mu.Lock()
+	qp.closed = true
+	qp.sq, qp.rq = rxe.SendQueue{}, rxe.RecvQueue{}
+	qp.sqMem, qp.rqMem = nil, nil
+	qp.mu.Unlock()
 }
