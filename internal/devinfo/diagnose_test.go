@@ -94,9 +94,9 @@ func TestDiagnoseProblems(t *testing.T) {
 	name := labFixtures(t)[0]
 	port := "sys/class/infiniband/rxe0/ports/1"
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, s *System, root string)
-		wants map[string]want
+		wants  map[string]want
 	}{
 		{"netdev down", func(t *testing.T, s *System, root string) {
 			writeFile(t, root, port+"/state", "1: DOWN\n")

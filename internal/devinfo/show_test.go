@@ -93,3 +93,24 @@ func TestDecoders(t *testing.T) {
 		t.Errorf("fw %s", FWString(0x100020003))
 	}
 }
+
+func TestDevicesFixtures(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			s := &System{FS: sysfs.New(fixtureRoot(t, name))}
+			devs, err := s.Devices()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			WriteDevices(&buf, devs)
+			ref, err := os.ReadFile(filepath.Join("testdata", name, "ibv_devices.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != string(ref) {
+				t.Errorf("ours:\n%s\nibv_devices:\n%s", buf.String(), ref)
+			}
+		})
+	}
+}

@@ -38,6 +38,8 @@ type System struct {
 	Creds   Creds // who is asking
 	Memlock func() (cur, max uint64, err error)
 	Open    func(path string) error // open a device node read-write and close it again
+
+	closer interface{ Close() error } // what Close releases (Live only)
 }
 
 // Netlink is the part of *rdmanl.Conn rdmainfo uses.
