@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -168,31 +169,60 @@ func union(a, b map[string]bool) map[string]bool {
 	return m
 }
 
-// fixtureRoot copies the lab-captured tree testdata/../sysfs/testdata/NAME
-// to a temporary directory the test may change, restoring the device nodes'
+// fixtureFiles holds each lab capture's files, read once: tests copy them
+// into a fresh directory per case (reading the tree again through the lab's
+// 9p share for every case is slow).
+var fixtureFiles sync.Map // name → map[string][]byte (relative path → contents; nil for a directory)
+
+// fixtureRoot copies the lab-captured tree ../sysfs/testdata/NAME to a
+// temporary directory the test may change, restoring the device nodes'
 // permissions from the capture's `ls -ln /dev/infiniband` (git keeps no
 // modes).
 func fixtureRoot(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("../sysfs/testdata", name)
+	v, ok := fixtureFiles.Load(name)
+	if !ok {
+		src := filepath.Join("../sysfs/testdata", name)
+		files := map[string][]byte{}
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(src, p)
+			if d.IsDir() {
+				files[rel] = nil
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if b == nil {
+				b = []byte{}
+			}
+			files[rel] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ = fixtureFiles.LoadOrStore(name, files)
+	}
+	files := v.(map[string][]byte)
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // parents first
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	for _, p := range paths {
+		to := filepath.Join(dst, p)
+		var err error
+		if b := files[p]; b == nil {
+			err = os.MkdirAll(to, 0o755)
+		} else {
+			err = os.WriteFile(to, b, 0o644)
+		}
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ls, err := os.ReadFile(filepath.Join(dst, "dev/infiniband.capture"))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
@@ -110,6 +111,50 @@ func TestDevicesFixtures(t *testing.T) {
 			}
 			if buf.String() != string(ref) {
 				t.Errorf("ours:\n%s\nibv_devices:\n%s", buf.String(), ref)
+			}
+		})
+	}
+}
+
+func TestRates(t *testing.T) {
+	prev := []Counter{{Dev: "rxe0", Port: 1, Kind: "hw", Name: "sent_pkts", Value: 100},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "rcvd_pkts", Value: 50}}
+	cur := []Counter{{Dev: "rxe0", Port: 1, Kind: "hw", Name: "sent_pkts", Value: 300},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "rcvd_pkts", Value: 10},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "new", Value: 7}}
+	got := Rates(prev, cur, 2*time.Second)
+	if got[0].Rate != 100 || got[1].Rate != 0 || got[2].Rate != 0 || got[0].Value != 300 {
+		t.Errorf("rates %+v", got)
+	}
+	if cur[0].Rate != 0 {
+		t.Error("Rates changed its input")
+	}
+	var buf bytes.Buffer
+	WriteCounters(&buf, got, true)
+	if !strings.Contains(buf.String(), "sent_pkts  300    100.0") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+func TestCountersFixtures(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			s := &System{FS: sysfs.New(fixtureRoot(t, name))}
+			cs, err := s.Counters("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, _ := os.ReadDir(filepath.Join("../sysfs/testdata", name, "sys/class/infiniband/rxe0/ports/1/hw_counters"))
+			if len(cs) != len(names) || len(cs) < 10 {
+				t.Fatalf("%d counters, the capture has %d files", len(cs), len(names))
+			}
+			for i, c := range cs {
+				if c.Kind != "hw" || c.Dev != "rxe0" || c.Port != 1 || (i > 0 && cs[i-1].Name >= c.Name) {
+					t.Errorf("counter %d: %+v", i, c)
+				}
+			}
+			if _, err := s.Counters("nope"); err == nil {
+				t.Error("counters of a missing device")
 			}
 		})
 	}
