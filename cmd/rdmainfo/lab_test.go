@@ -114,8 +114,12 @@ func TestLabLinkAddDel(t *testing.T) {
 		code := run(ctx, args, &out, &errb, nil)
 		return code, out.String(), errb.String()
 	}
-	if code, _, errs := cli("link", "add", "rdtest", "type", "rxe", "netdev", "rdt0"); code != 0 {
+	code, out, errs := cli("link", "add", "rdtest", "type", "rxe", "netdev", "rdt0", "--json")
+	if code != 0 {
 		t.Fatalf("link add: %d %s", code, errs)
+	}
+	if !strings.Contains(out, `"ifname": "rdtest"`) || !strings.Contains(out, `"netdev": "rdt0"`) {
+		t.Errorf("link add --json printed:\n%s", out)
 	}
 	added := true
 	defer func() {

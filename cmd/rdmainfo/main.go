@@ -235,7 +235,17 @@ func runLink(sys *devinfo.System, pos []string, out func(any, func(io.Writer)) i
 		if err := sys.LinkAdd(name, kw["type"], kw["netdev"]); err != nil {
 			return fail(err)
 		}
-		return 0
+		links, err := sys.Links()
+		if err != nil {
+			return fail(err)
+		}
+		var added []devinfo.Link
+		for _, l := range links {
+			if l.Dev == name {
+				added = append(added, l)
+			}
+		}
+		return out(added, func(w io.Writer) { devinfo.WriteLinks(w, added) })
 	case "del", "delete":
 		if len(pos) != 2 {
 			fmt.Fprintf(stderr, "usage: rdmainfo link del NAME\n")
@@ -244,7 +254,7 @@ func runLink(sys *devinfo.System, pos []string, out func(any, func(io.Writer)) i
 		if err := sys.LinkDel(pos[1]); err != nil {
 			return fail(err)
 		}
-		return 0
+		return out(map[string]string{"deleted": pos[1]}, func(io.Writer) {})
 	}
 	fmt.Fprintf(stderr, "rdmainfo link: unknown subcommand %q (show, add, del)\n", sub)
 	return 2
