@@ -164,6 +164,10 @@ func (s *System) checkModules(r *Report, devs []sysfs.Device) {
 	if st.Present() || !otherDev {
 		crc, err := s.FS.Crypto("crc32")
 		switch {
+		case kernelAtLeast(rel, 6, 15):
+			// "RDMA/rxe: switch to using the crc32 library" (Linux 6.15)
+			// dropped the crypto API lookup that failed without crc32.
+			r.add("crc32", OK, "", "Linux %s computes the Soft-RoCE ICRC with the crc32 library: no crypto module needed", rel)
 		case err != nil:
 			r.add("crc32", Warn, "mount -t proc proc /proc", "cannot read /proc/crypto: %v", err)
 		case crc:
@@ -175,6 +179,16 @@ func (s *System) checkModules(r *Report, devs []sysfs.Device) {
 				"no crc32 algorithm in /proc/crypto: creating an rxe device fails with 'failed to init crc32 algorithm err:-2'")
 		}
 	}
+}
+
+// kernelAtLeast reports whether release ("6.12.117+deb13-amd64") is at
+// least major.minor; false when it cannot be parsed.
+func kernelAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &ma, &mi); n != 2 {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }
 
 // isRXE reports whether d is a Soft-RoCE device: rxe publishes its netdev in

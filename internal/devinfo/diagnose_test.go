@@ -127,6 +127,15 @@ func TestDiagnoseProblems(t *testing.T) {
 			s.NL = &fakeNL{}
 		}, map[string]want{"module/rdma_rxe": {Fail, "modprobe rdma_rxe"}, "crc32": {Fail, "crc32_generic"},
 			"devices": {Fail, "rdmainfo link add rxe0 type rxe netdev"}}},
+		{"fresh 6.15+ host without rxe and crc32", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "proc/sys/kernel/osrelease", "6.16.3-amd64\n")
+			dropModule(t, root, "rdma_rxe")
+			b, _ := os.ReadFile(filepath.Join(root, "proc/crypto"))
+			writeFile(t, root, "proc/crypto", strings.ReplaceAll(string(b), ": crc32\n", ": crc32-gone\n"))
+			removeAll(t, root, "sys/class/infiniband/rxe0", "sys/class/infiniband_verbs/uverbs0", "dev/infiniband/uverbs0")
+			s.NL = &fakeNL{}
+		}, map[string]want{"module/rdma_rxe": {Fail, "modprobe rdma_rxe"}, "crc32": {OK, ""},
+			"devices": {Fail, "rdmainfo link add rxe0 type rxe netdev"}}},
 		{"no RDMA in the kernel", func(t *testing.T, s *System, root string) {
 			removeAll(t, root, "sys/class/infiniband", "sys/class/infiniband_verbs", "dev/infiniband", "sys/class/misc/rdma_cm")
 			for _, m := range []string{"ib_core", "ib_uverbs", "rdma_ucm", "rdma_rxe"} {
