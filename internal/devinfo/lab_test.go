@@ -233,6 +233,13 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 		}
 		return n == 2
 	})
+	// The programs may still be setting up (pingpong makes its QP last and
+	// then moves it to INIT): let them settle before comparing snapshots.
+	time.Sleep(time.Second)
+	rep, err := s.ResourceSummary(env.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
 	WriteResourceSummary(&buf, rep)
 	t.Logf("rdmainfo resources:\n%s", buf.String())
@@ -495,9 +502,9 @@ type childResult struct {
 }
 
 // TestLabMemlockChild is not a test of its own: run by TestLabDiagnoseMemlock
-// with memlockChild set, it lowers RLIMIT_MEMLOCK to 64 KiB (and with
-// "nobody" drops to uid 65534, losing CAP_IPC_LOCK), diagnoses, tries to
-// register 1 MiB, and prints the result as JSON.
+// with memlockChild set (as root, or as uid 65534 without CAP_IPC_LOCK), it
+// lowers RLIMIT_MEMLOCK to 64 KiB, diagnoses, tries to register 1 MiB, and
+// prints the result as JSON.
 func TestLabMemlockChild(t *testing.T) {
 	mode := os.Getenv(memlockChild)
 	if mode == "" {
@@ -508,16 +515,8 @@ func TestLabMemlockChild(t *testing.T) {
 	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
 		t.Fatal(err)
 	}
-	if mode == "nobody" {
-		if err := syscall.Setgroups(nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Setgid(65534); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Setuid(65534); err != nil {
-			t.Fatal(err)
-		}
+	if mode == "nobody" && os.Geteuid() != 65534 {
+		t.Fatalf("the nobody child runs as uid %d", os.Geteuid())
 	}
 	s := Live()
 	defer s.Close()
@@ -565,8 +564,36 @@ func TestLabDiagnoseMemlock(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			c := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLabMemlockChild$", "-test.v")
+			bin := os.Args[0]
+			if mode == "nobody" {
+				// Drop privileges before exec, not in the child: Go's
+				// setuid gives each thread its own credentials, and
+				// uverbs refuses a write from credentials other than the
+				// opener's (ib_safe_file_access). The test binary lives
+				// where nobody may not reach, so run a copy.
+				dir, err := os.MkdirTemp("", "memlock-")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(dir)
+				if err := os.Chmod(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(os.Args[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				bin = filepath.Join(dir, "child.test")
+				if err := os.WriteFile(bin, b, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := exec.CommandContext(ctx, bin, "-test.run=^TestLabMemlockChild$", "-test.v")
 			c.Env = append(os.Environ(), memlockChild+"="+mode)
+			if mode == "nobody" {
+				c.Dir = "/"
+				c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+			}
 			out, err := c.CombinedOutput()
 			if err != nil {
 				t.Fatalf("child: %v\n%s", err, out)
