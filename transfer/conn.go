@@ -14,6 +14,8 @@ type conn struct {
 	idle time.Duration
 	buf  []byte
 	last []byte // the raw bytes of the last message received (for AUTH)
+	// failed is set once an ERROR went out: one per connection.
+	failed bool
 }
 
 func newConn(t Transport, idle time.Duration) *conn {
@@ -69,9 +71,10 @@ func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
 // returns err. Errors the peer sent, and broken connections, are not echoed.
 func (c *conn) fail(ctx context.Context, err error) error {
 	var e *Error
-	if !errors.As(err, &e) || e.Remote {
+	if !errors.As(err, &e) || e.Remote || c.failed {
 		return err
 	}
+	c.failed = true
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_ = c.send(sctx, &ErrorMsg{Code: e.Code, Text: truncText(e.Text)})
@@ -85,4 +88,31 @@ func unexpected(m Message, where string) error {
 		return protoErrorf("unexpected data write %s", where)
 	}
 	return protoErrorf("unexpected %v %s", m.Type(), where)
+}
+
+// explain looks, briefly, for an ERROR the peer sent before the connection
+// failed with err (a write into a window the peer already withdrew after
+// finding fault, say), so the failure is reported by its cause.
+func (c *conn) explain(ctx context.Context, err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) || ctx.Err() != nil {
+		return err
+	}
+	ectx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	for range 4 * (MaxSlots + ControlDepth) {
+		a, rerr := c.t.Receive(ectx)
+		if rerr != nil {
+			break
+		}
+		if a.Msg == nil {
+			continue
+		}
+		if m, derr := Decode(a.Msg); derr == nil {
+			if em, ok := m.(*ErrorMsg); ok {
+				return fmt.Errorf("%w (then: %v)", &Error{Code: em.Code, Text: em.Text, Remote: true}, err)
+			}
+		}
+	}
+	return err
 }

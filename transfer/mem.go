@@ -252,7 +252,7 @@ func (t *MemTransport) WriteImm(ctx context.Context, src Region, srcOff, n int, 
 	p.mu.Unlock()
 	if dbuf == nil {
 		err := fmt.Errorf("%w: write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", ErrRemoteAccess, n, dst.Addr, dstOff, dst.RKey)
-		t.link.fail(err)
+		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", ErrPeerGone))
 		return err
 	}
 	i := t.nwrite

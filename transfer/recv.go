@@ -167,7 +167,7 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 	if n > r.maxConns() {
 		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
 	}
-	err := rc.run(ctx)
+	err := rc.c.explain(ctx, rc.run(ctx))
 	return rc.rep, rc.c.fail(ctx, err)
 }
 
@@ -433,7 +433,7 @@ func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
 }
 
 // data runs the window, then DONE and the verdict.
-func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) error {
+func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error) {
 	m := x.m
 	remaining := int64(m.Size) - pos
 	var chunks, consumed uint64
@@ -445,11 +445,16 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) error {
 		}
 		chunks = uint64((remaining + slotSize - 1) / slotSize)
 		slots := min(uint64(rc.slots), chunks)
-		win, err := rc.c.t.Register(int(slots)*int(slotSize), true)
-		if err != nil {
-			return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(slotSize), m.Name, err)
+		win, rerr := rc.c.t.Register(int(slots)*int(slotSize), true)
+		if rerr != nil {
+			return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(slotSize), m.Name, rerr)
 		}
-		defer win.Close()
+		defer func() {
+			// Say why before withdrawing the window: the sender's next
+			// write then fails, and it finds the reason queued.
+			err = rc.c.fail(ctx, err)
+			win.Close()
+		}()
 		rem := win.Remote()
 		if err := rc.c.send(ctx, &Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
 			return err

@@ -92,7 +92,7 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 		sc.stage.Close()
 	}
 	sc.rep.Duration = time.Since(start)
-	return sc.rep, sc.c.fail(ctx, err)
+	return sc.rep, sc.c.fail(ctx, sc.c.explain(ctx, err))
 }
 
 type sendConn struct {
