@@ -53,7 +53,7 @@ func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
 		}
 		return nil, a, err
 	}
-	if a.Msg == nil {
+	if a.Write {
 		return nil, a, nil
 	}
 	c.last = a.Msg
@@ -105,7 +105,7 @@ func (c *conn) explain(ctx context.Context, err error) error {
 		if rerr != nil {
 			break
 		}
-		if a.Msg == nil {
+		if a.Write {
 			continue
 		}
 		if m, derr := Decode(a.Msg); derr == nil {

@@ -137,11 +137,13 @@ func fileErrorCode(err error) Code {
 }
 
 // isEscape reports whether err is os.Root refusing a path that leaves the
-// root (through "..", an absolute symlink, or a symlink pointing outside).
+// root (through "..", an absolute symlink, or a symlink pointing outside);
+// os does not export that error, so it is recognised by its text.
 func isEscape(err error) bool {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
 	}
 	return false
 }

@@ -15,12 +15,12 @@ import (
 // pair runs r on one end of a MemPipe and s on the other, and returns both
 // outcomes. The sender's end is closed after Send, as rdmacp does.
 type outcome struct {
-	srep  *Report
-	serr  error
-	rrep  *ConnReport
-	rerr  error
-	sT    *MemTransport
-	rT    *MemTransport
+	srep *Report
+	serr error
+	rrep *ConnReport
+	rerr error
+	sT   *MemTransport
+	rT   *MemTransport
 }
 
 func pair(t *testing.T, r *Receiver, s *Sender, items []Item, scfg, rcfg MemConfig) outcome {

@@ -66,9 +66,10 @@ type MemTransport struct {
 }
 
 type memItem struct {
-	msg []byte
-	imm uint32
-	n   int
+	write bool
+	msg   []byte
+	imm   uint32
+	n     int
 }
 
 type memLink struct {
@@ -179,18 +180,18 @@ func (t *MemTransport) Receive(ctx context.Context) (Arrival, error) {
 	// in an RDMA completion queue are.
 	select {
 	case it := <-t.in:
-		return Arrival{Msg: it.msg, Imm: it.imm, Len: it.n}, nil
+		return it.arrival(), nil
 	default:
 	}
 	select {
 	case it := <-t.in:
-		return Arrival{Msg: it.msg, Imm: it.imm, Len: it.n}, nil
+		return it.arrival(), nil
 	case <-ctx.Done():
 		return Arrival{}, ctx.Err()
 	case <-t.link.done:
 		select {
 		case it := <-t.in:
-			return Arrival{Msg: it.msg, Imm: it.imm, Len: it.n}, nil
+			return it.arrival(), nil
 		default:
 		}
 		if t.isClosed() {
@@ -264,13 +265,13 @@ func (t *MemTransport) WriteImm(ctx context.Context, src Region, srcOff, n int, 
 		tmp := append([]byte(nil), sbuf[srcOff:srcOff+n]...)
 		f = t.cfg.Faults.Write(i, tmp)
 		if f == Drop || f == Break {
-			return t.deliver(ctx, memItem{imm: imm, n: n}, f)
+			return t.deliver(ctx, memItem{write: true, imm: imm, n: n}, f)
 		}
 		copy(dbuf, tmp)
 	} else {
 		copy(dbuf, sbuf[srcOff:srcOff+n])
 	}
-	return t.deliver(ctx, memItem{imm: imm, n: n}, f)
+	return t.deliver(ctx, memItem{write: true, imm: imm, n: n}, f)
 }
 
 // Drain implements Transport: writes complete (or fail) within WriteImm, so
@@ -390,3 +391,7 @@ func (l *MemListener) Close() error {
 
 // Addr implements Listener.
 func (l *MemListener) Addr() string { return "mem" }
+
+func (it memItem) arrival() Arrival {
+	return Arrival{Write: it.write, Msg: it.msg, Imm: it.imm, Len: it.n}
+}

@@ -627,6 +627,9 @@ func (rc *recvConn) reject(ctx context.Context, x *recvFile, code Code, format s
 }
 
 func (rc *recvConn) rejectErr(ctx context.Context, x *recvFile, op string, err error) error {
+	if isEscape(err) {
+		return rc.result(ctx, x, CodeBadName, fmt.Sprintf("%s leads outside the destination through a symbolic link on the receiver: refused", x.m.Name))
+	}
 	return rc.result(ctx, x, fileErrorCode(err), fmt.Sprintf("%s %s: %v", op, x.m.Name, err))
 }
 

@@ -52,9 +52,10 @@ const ControlDepth = 16
 // Arrival is one thing received from the peer: a control message, or the
 // notice of a completed write with immediate.
 type Arrival struct {
-	// Msg is an encoded control message, valid until the next Receive; nil
-	// for a write.
-	Msg []byte
+	// Write is set for a write; otherwise Msg is an encoded control
+	// message, valid until the next Receive.
+	Write bool
+	Msg   []byte
 	// Imm and Len describe a completed write: its immediate and its length.
 	Imm uint32
 	Len int
