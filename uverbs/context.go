@@ -1,0 +1,445 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/rdmago/rdmago/abi"
+	"golang.org/x/sys/unix"
+)
+
+// Context is an open RDMA device (struct ibv_context): the uverbs file
+// descriptor and everything created through it. Open one with Open, OpenDevice,
+// OpenByNetdev or OpenByIP; the caller must Close it.
+//
+// Closing a Context closes what is still open in dependency order — QPs, SRQs,
+// AHs, CQs, MRs, PDs, completion channels — and then the device. Objects may
+// also be closed individually, children first (a CQ cannot be destroyed while a
+// QP uses it: the kernel answers EBUSY).
+//
+// Concurrency: creating, modifying, querying and closing objects is safe from
+// any goroutine. The data path is not: each QP must be posted to by one
+// goroutine at a time (PostSend and PostRecv may run in two different
+// goroutines), each SRQ by one, and each CQ polled by one. Completion channels
+// and the async event stream may be waited on from any goroutine.
+type Context struct {
+	dev  Device
+	prov *provider
+	fd   int
+	res  *resources
+
+	numCompVectors int
+	coreSupport    uint64
+	capsEx         uint64 // device_cap_flags_ex, 0 if unknown
+	viaIoctl       bool   // GET_CONTEXT went through RDMA_VERBS_IOCTL
+
+	async *eventFile
+
+	cmdMu  sync.RWMutex // write lock only to close the fd
+	closed bool
+
+	mu         sync.Mutex
+	objs       [numKinds]map[object]struct{}
+	byHandle   map[uint64]any
+	nextHandle uint64
+
+	cleanup runtime.Cleanup
+}
+
+// Kinds of object, in the order Context.Close destroys them.
+const (
+	kindQP = iota
+	kindSRQ
+	kindAH
+	kindCQ
+	kindMR
+	kindPD
+	kindChannel
+	numKinds
+)
+
+type object interface{ Close() error }
+
+// resources is what the Context's cleanup backstop releases when a Context
+// becomes unreachable without Close: the fd, the queue mappings and the
+// pinned memory. It holds no pointer back to the Context.
+type resources struct {
+	mu   sync.Mutex
+	fd   int
+	maps map[*byte][]byte
+	pins map[*runtime.Pinner]struct{}
+}
+
+func (r *resources) addMap(b []byte) {
+	r.mu.Lock()
+	r.maps[unsafe.SliceData(b)] = b
+	r.mu.Unlock()
+}
+
+func (r *resources) unmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	r.mu.Lock()
+	delete(r.maps, unsafe.SliceData(b))
+	r.mu.Unlock()
+	return unix.Munmap(b)
+}
+
+func (r *resources) addPin(p *runtime.Pinner) {
+	r.mu.Lock()
+	r.pins[p] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *resources) unpin(p *runtime.Pinner) {
+	r.mu.Lock()
+	delete(r.pins, p)
+	r.mu.Unlock()
+	p.Unpin()
+}
+
+func (r *resources) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.maps {
+		unix.Munmap(b)
+	}
+	clear(r.maps)
+	for p := range r.pins {
+		p.Unpin()
+	}
+	clear(r.pins)
+	if r.fd >= 0 {
+		unix.Close(r.fd)
+		r.fd = -1
+	}
+}
+
+// Open opens the device called name ("rxe0"; "" picks the first device). See
+// OpenDevice.
+func Open(name string) (*Context, error) {
+	d, err := DeviceByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("open rdma device: %w", err)
+	}
+	return OpenDevice(d)
+}
+
+// OpenByNetdev opens the RDMA device on network interface ifname.
+func OpenByNetdev(ifname string) (*Context, error) {
+	d, err := DeviceByNetdev(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("open rdma device: %w", err)
+	}
+	return OpenDevice(d)
+}
+
+// OpenByIP opens the RDMA device on the interface that holds addr.
+func OpenByIP(addr netip.Addr) (*Context, error) {
+	d, err := DeviceByIP(addr)
+	if err != nil {
+		return nil, fmt.Errorf("open rdma device: %w", err)
+	}
+	return OpenDevice(d)
+}
+
+// OpenDevice is ibv_open_device: it opens d's uverbs character device, checks
+// the kernel's uverbs ABI (version 6, Linux 2.6.37+) and the driver's, and
+// allocates the user context (GET_CONTEXT, through the ioctl interface of Linux
+// 4.20+ with a fallback to write()). The caller must Close the Context.
+func OpenDevice(d Device) (*Context, error) {
+	if v := readSysfs(sysVerbs, "abi_version"); v != "" && v != strconv.Itoa(abi.IB_USER_VERBS_ABI_VERSION) {
+		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %s, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
+	}
+	prov, err := providerFor(d)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", d.Name, err)
+	}
+	fd, err := unix.Open(d.Path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("open %s: %w (the uverbs device needs read-write access: check its permissions or the rdma group)", d.Path, err)
+		}
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("open %s: %w (%w)", d.Path, err, ErrNoDevice)
+		}
+		return nil, fmt.Errorf("open %s: %w", d.Path, err)
+	}
+	c := &Context{
+		dev:      d,
+		prov:     prov,
+		fd:       fd,
+		res:      &resources{fd: fd, maps: map[*byte][]byte{}, pins: map[*runtime.Pinner]struct{}{}},
+		byHandle: map[uint64]any{},
+	}
+	for i := range c.objs {
+		c.objs[i] = map[object]struct{}{}
+	}
+	c.cleanup = runtime.AddCleanup(c, (*resources).release, c.res)
+	asyncFD, err := c.getContext()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("open %s: get context: %w", d.Name, err)
+	}
+	if asyncFD >= 0 {
+		if c.async, err = newEventFile(asyncFD, "async events of "+d.Name); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("open %s: %w", d.Name, err)
+		}
+	}
+	if a, err := c.QueryDeviceEx(); err == nil {
+		c.capsEx = a.DeviceCapFlagsEx
+	}
+	return c, nil
+}
+
+// Device describes the device the Context was opened on.
+func (c *Context) Device() Device { return c.dev }
+
+// NumCompVectors is the number of completion vectors of the device.
+func (c *Context) NumCompVectors() int { return c.numCompVectors }
+
+// Close is ibv_close_device. It destroys every object still open (see
+// Context) and closes the device; it is idempotent.
+func (c *Context) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	var lists [numKinds][]object
+	for k := range c.objs {
+		for o := range c.objs[k] {
+			lists[k] = append(lists[k], o)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range lists {
+		for _, o := range l {
+			if err := o.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if c.async != nil {
+		if err := c.async.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.cmdMu.Lock()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cleanup.Stop()
+	c.res.release() // closes the fd
+	c.fd = -1
+	c.cmdMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// track registers a new object under kind and, for objects the kernel
+// reports events about, assigns its user handle.
+func (c *Context) track(kind int, o object) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, ErrClosed
+	}
+	c.objs[kind][o] = struct{}{}
+	c.nextHandle++
+	c.byHandle[c.nextHandle] = o
+	return c.nextHandle, nil
+}
+
+func (c *Context) forget(kind int, o object, handle uint64) {
+	c.mu.Lock()
+	delete(c.objs[kind], o)
+	delete(c.byHandle, handle)
+	c.mu.Unlock()
+}
+
+func (c *Context) lookup(handle uint64) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byHandle[handle]
+}
+
+// write issues one legacy write() command: header, then req (core command and
+// driver input). The command's response field must already point at resp
+// (respLen bytes: core response then driver response), which is pinned for
+// the duration of the call.
+func (c *Context) write(command uint32, req []byte, resp unsafe.Pointer, respLen uintptr) error {
+	h, err := abi.NewCmdHdr(command, len(req), int(respLen))
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 8+len(req))
+	copy(buf, abi.Bytes(&h))
+	copy(buf[8:], req)
+	var pin runtime.Pinner
+	if resp != nil {
+		pin.Pin(resp)
+		defer pin.Unpin()
+	}
+	c.cmdMu.RLock()
+	defer c.cmdMu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	n, err := unix.Write(c.fd, buf)
+	if err != nil {
+		return err
+	}
+	if n != len(buf) {
+		return fmt.Errorf("short write %d of %d: %w", n, len(buf), unix.EIO)
+	}
+	return nil
+}
+
+// writeEx issues an extended write() command.
+func (c *Context) writeEx(command uint32, core, drv []byte, resp unsafe.Pointer, coreOut, drvOut int) error {
+	h, x, err := abi.NewExCmdHdr(command, len(core), len(drv), coreOut, drvOut, abi.PtrU64(resp))
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 24+len(core)+len(drv))
+	copy(buf, abi.Bytes(&h))
+	copy(buf[8:], abi.Bytes(&x))
+	copy(buf[24:], core)
+	copy(buf[24+len(core):], drv)
+	var pin runtime.Pinner
+	if resp != nil {
+		pin.Pin(resp)
+		defer pin.Unpin()
+	}
+	c.cmdMu.RLock()
+	defer c.cmdMu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if _, err := unix.Write(c.fd, buf); err != nil {
+		return err
+	}
+	return nil
+}
+
+const maxIoctlAttrs = 8
+
+type ioctlBuf struct {
+	hdr   abi.IoctlHdr
+	attrs [maxIoctlAttrs]abi.IoctlAttr
+}
+
+// ioctl issues one RDMA_VERBS_IOCTL method call and copies the attributes back
+// into attrs (the kernel writes new handles, fds and the valid-output flags).
+// Memory that PTR attributes point to must be pinned by the caller.
+func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
+	if len(attrs) > maxIoctlAttrs {
+		return fmt.Errorf("ioctl with %d attributes: %w", len(attrs), unix.EINVAL)
+	}
+	b := new(ioctlBuf)
+	b.hdr = abi.IoctlHdr{
+		Length:   abi.IoctlLength(len(attrs)),
+		ObjectID: object,
+		MethodID: method,
+		NumAttrs: uint16(len(attrs)),
+		DriverID: c.prov.driverID,
+	}
+	copy(b.attrs[:], attrs)
+	c.cmdMu.RLock()
+	defer c.cmdMu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.fd), uintptr(abi.RDMA_VERBS_IOCTL), uintptr(unsafe.Pointer(b)))
+	copy(attrs, b.attrs[:len(attrs)])
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// noIoctl reports whether an ioctl failure means "use write() instead":
+// ENOTTY (no ioctl interface) or EPROTONOSUPPORT (method or mandatory
+// attribute unknown), as libibverbs' execute_ioctl_fallback decides.
+func noIoctl(err error) bool {
+	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT)
+}
+
+// getContext allocates the kernel's user context and returns the async event
+// fd (or -1).
+func (c *Context) getContext() (int, error) {
+	var out struct {
+		numCompVectors uint32
+		_              uint32
+		coreSupport    uint64
+	}
+	var pin runtime.Pinner
+	pin.Pin(&out)
+	attrs := []abi.IoctlAttr{
+		abi.AttrPtr(abi.UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, abi.PtrU64(unsafe.Pointer(&out.numCompVectors)), 4),
+		abi.AttrPtr(abi.UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, abi.PtrU64(unsafe.Pointer(&out.coreSupport)), 8),
+	}
+	err := c.ioctl(abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_GET_CONTEXT, attrs)
+	pin.Unpin()
+	if err == nil {
+		c.viaIoctl = true
+		c.numCompVectors = int(out.numCompVectors)
+		c.coreSupport = out.coreSupport
+		// The ioctl interface creates the async event fd separately.
+		fdAttr := []abi.IoctlAttr{abi.AttrFD(abi.UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, 0)}
+		if err := c.ioctl(abi.UVERBS_OBJECT_ASYNC_EVENT, abi.UVERBS_METHOD_ASYNC_EVENT_ALLOC, fdAttr); err != nil {
+			if noIoctl(err) {
+				return -1, nil
+			}
+			return -1, fmt.Errorf("alloc async event fd: %w", err)
+		}
+		return int(int32(fdAttr[0].Data)), nil
+	}
+	if !noIoctl(err) {
+		return -1, err
+	}
+	resp := new(abi.GetContextResp)
+	req := abi.GetContext{Response: abi.PtrU64(unsafe.Pointer(resp))}
+	if err := c.write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
+		return -1, err
+	}
+	c.numCompVectors = int(resp.NumCompVectors)
+	return int(int32(resp.AsyncFD)), nil
+}
+
+// eventFile is a non-blocking event fd (completion channel, async events)
+// parked on the Go netpoller.
+type eventFile struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func newEventFile(fd int, name string) (*eventFile, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s: set non-blocking: %w", name, err)
+	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), filepath.Join("uverbs", name))
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &eventFile{f: f, rc: rc}, nil
+}
+
+func (e *eventFile) Close() error { return e.f.Close() }

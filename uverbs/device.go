@@ -1,0 +1,218 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Where the kernel publishes RDMA devices. Variables so tests can point them at
+// a fake tree.
+var (
+	sysVerbs = "/sys/class/infiniband_verbs"
+	sysIB    = "/sys/class/infiniband"
+	devDir   = "/dev/infiniband"
+)
+
+// Device is one RDMA device with a uverbs character device, as listed in
+// sysfs (ibv_get_device_list).
+type Device struct {
+	Name       string // the RDMA device, e.g. "rxe0"
+	Uverbs     string // its uverbs node, e.g. "uverbs0"
+	Path       string // e.g. "/dev/infiniband/uverbs0"
+	ABIVersion int    // the driver's uverbs ABI version (sysfs uverbsN/abi_version)
+	NodeGUID   string // as sysfs prints it, e.g. "5054:00ff:fe12:3456"
+	Netdevs    []string
+	// DriverID is enum rdma_driver_id (abi.RDMA_DRIVER_RXE, ...), learnt over
+	// RDMA netlink; 0 when the kernel did not say.
+	DriverID uint32
+}
+
+// Devices lists the uverbs devices (ibv_get_device_list). It returns an empty
+// list, not an error, on a machine without RDMA.
+func Devices() ([]Device, error) {
+	ents, err := os.ReadDir(sysVerbs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list uverbs devices: %w", err)
+	}
+	ids := driverIDs()
+	var devs []Device
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "uverbs") {
+			continue
+		}
+		dir := filepath.Join(sysVerbs, e.Name())
+		ibdev := readSysfs(dir, "ibdev")
+		if ibdev == "" {
+			continue
+		}
+		abiv, _ := strconv.Atoi(readSysfs(dir, "abi_version"))
+		d := Device{
+			Name:       ibdev,
+			Uverbs:     e.Name(),
+			Path:       filepath.Join(devDir, e.Name()),
+			ABIVersion: abiv,
+			NodeGUID:   readSysfs(filepath.Join(sysIB, ibdev), "node_guid"),
+			Netdevs:    netdevsOf(ibdev),
+			DriverID:   ids[ibdev],
+		}
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
+	return devs, nil
+}
+
+// DeviceByName returns the device called name ("rxe0"), or the first device
+// when name is "".
+func DeviceByName(name string) (Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return Device{}, err
+	}
+	for _, d := range devs {
+		if name == "" || d.Name == name || d.Uverbs == name {
+			return d, nil
+		}
+	}
+	if name == "" || len(devs) == 0 {
+		return Device{}, ErrNoDevice
+	}
+	names := make([]string, len(devs))
+	for i, d := range devs {
+		names[i] = d.Name
+	}
+	return Device{}, fmt.Errorf("device %q not found (have %s): %w", name, strings.Join(names, ", "), ErrNoDevice)
+}
+
+// DeviceByNetdev returns the RDMA device bound to the network interface
+// ifname (for Soft-RoCE, the netdev given to `rdma link add`).
+func DeviceByNetdev(ifname string) (Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return Device{}, err
+	}
+	for _, d := range devs {
+		for _, n := range d.Netdevs {
+			if n == ifname {
+				return d, nil
+			}
+		}
+	}
+	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w", ifname, ErrNoDevice)
+}
+
+// DeviceByIP returns the RDMA device bound to the interface that holds addr.
+func DeviceByIP(addr netip.Addr) (Device, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return Device{}, fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if p, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(p.IP); ok && ip.Unmap() == addr.Unmap() {
+					return DeviceByNetdev(ifc.Name)
+				}
+			}
+		}
+	}
+	return Device{}, fmt.Errorf("no interface has address %v: %w", addr, ErrNoDevice)
+}
+
+func readSysfs(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// netdevsOf lists the network interfaces an RDMA device sits on: rxe's
+// "parent" attribute, and the netdevs its GIDs are bound to.
+func netdevsOf(ibdev string) []string {
+	dir := filepath.Join(sysIB, ibdev)
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	add(readSysfs(dir, "parent"))
+	ports, _ := filepath.Glob(filepath.Join(dir, "ports", "*", "gid_attrs", "ndevs", "*"))
+	for _, p := range ports {
+		add(readSysfs(filepath.Dir(p), filepath.Base(p)))
+	}
+	return out
+}
+
+// driverIDs asks RDMA netlink which driver serves each device's uverbs
+// (RDMA_NLDEV_CMD_GET_CHARDEV, attribute RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID).
+// The ioctl interface refuses commands whose header names another driver.
+// Errors leave the map empty; callers fall back to sysfs hints.
+func driverIDs() map[string]uint32 {
+	out := map[string]uint32{}
+	c, err := netlink.Dial(unix.NETLINK_RDMA)
+	if err != nil {
+		return out
+	}
+	defer c.Close()
+	typ := func(cmd uint16) uint16 { return abi.RDMA_NL_GET_TYPE(abi.RDMA_NL_NLDEV, cmd) }
+	msgs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET), netlink.NLM_F_DUMP, nil)
+	if err != nil {
+		return out
+	}
+	for _, m := range msgs {
+		attrs, err := netlink.ParseAttrs(m.Data)
+		if err != nil {
+			continue
+		}
+		var idx uint32
+		var name string
+		for _, a := range attrs {
+			switch a.Type {
+			case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
+				idx = a.Uint32()
+			case abi.RDMA_NLDEV_ATTR_DEV_NAME:
+				name = a.String()
+			}
+		}
+		var e netlink.Encoder
+		e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+		e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
+		rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode())
+		if err != nil {
+			continue
+		}
+		for _, r := range rs {
+			ra, _ := netlink.ParseAttrs(r.Data)
+			for _, a := range ra {
+				if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
+					out[name] = a.Uint32()
+				}
+			}
+		}
+	}
+	return out
+}

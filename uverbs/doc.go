@@ -1,0 +1,49 @@
+// Copyright 2026 The rdmago Authors.
+
+// Package uverbs is RDMA verbs in Go without cgo: the equivalent of
+// libibverbs plus its Soft-RoCE (rxe) provider, speaking the kernel's uverbs
+// ABI (package abi) on /dev/infiniband/uverbsN directly.
+//
+// # Objects
+//
+// Open a device (Open, OpenByNetdev, OpenByIP via DeviceByIP) to get a
+// Context, then allocate a PD, register memory (PD.RegMR, optionally on an
+// AllocBuffer), create CQs (Context.CreateCQ, with a CompChannel to sleep on),
+// QPs (PD.CreateQP, RC or UD; SRQs with PD.CreateSRQ; AHs for UD with
+// PD.CreateAH), connect them (QP.ModifyToInit then QP.Connect, with the peer's
+// Dest learnt out of band, e.g. with ExchangeClient/ExchangeServer, the
+// format of rdma-core's ibv_rc_pingpong) and move data.
+//
+// Every object has an idempotent Close. Close children before parents (QP,
+// SRQ, AH, then CQ, MR, then PD, then CompChannel), or just close the
+// Context, which closes whatever is left in that order. A runtime cleanup
+// releases the descriptor, mappings and pinned memory of a Context that
+// becomes unreachable without Close, as a backstop only.
+//
+// # Data path
+//
+// The send, receive and completion rings are mapped from the kernel:
+//   - QP.PostRecv and SRQ.PostRecv write receive WQEs into the ring: no
+//     system call.
+//   - QP.PostSend writes send WQEs into the ring and rings the doorbell once
+//     per call: one write(2) of a preallocated POST_SEND command with no work
+//     requests, which tells rxe to process its ring (QP.Doorbells counts them).
+//   - CQ.Poll copies completions out of the ring: no system call.
+//
+// None of these allocates. Waiting is done by arming the CQ (CQ.Arm) and
+// blocking in CompChannel.Wait, which parks the goroutine on the Go netpoller
+// and honours its context. Asynchronous events (QP errors, port changes, SRQ
+// limits) come from Context.WaitAsyncEvent the same way.
+//
+// # Concurrency
+//
+// Control operations (create, modify, query, close) are safe from any
+// goroutine. A QP's send side, its receive side, an SRQ and a CQ may each be
+// driven by one goroutine at a time; use one goroutine per QP and CQ, or lock.
+//
+// # Kernel
+//
+// Linux 5.10 or newer with rdma_rxe and ib_uverbs (tested on Debian's 6.1 and
+// 6.12). FLUSH and ATOMIC_WRITE need 6.2+ and return ErrNotSupported before.
+// Registering memory pins it against RLIMIT_MEMLOCK.
+package uverbs

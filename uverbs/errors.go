@@ -1,0 +1,58 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sentinel errors; test with errors.Is. Errors from the kernel wrap the errno
+// (unix.Errno) with the operation, e.g. "create cq: cannot allocate memory".
+var (
+	// ErrNoDevice means no RDMA device is present or none matched.
+	ErrNoDevice = errors.New("no RDMA device: load rdma_rxe and create a Soft-RoCE device with `rdmainfo link add rxe0 type rxe netdev IF` (or `rdma link add ...`), or run inside the lab with `go run ./cmd/rdmalab`")
+	// ErrNotSupported means the device, its driver or the running kernel lacks
+	// a feature (a provider other than rxe, FLUSH before Linux 6.2, ...).
+	ErrNotSupported = errors.New("not supported")
+	// ErrClosed means the object (or its Context) was closed.
+	ErrClosed = errors.New("use of closed RDMA object")
+	// ErrQueueFull means a send or receive queue has no free slot: poll
+	// completions (or post fewer requests) and retry.
+	ErrQueueFull = errors.New("work queue full")
+	// ErrNoGID means no GID table entry matched.
+	ErrNoGID = errors.New("no matching GID")
+)
+
+// PostError says which work request of a list failed. Requests before Index
+// were posted (and, for sends, the doorbell was rung for them).
+type PostError struct {
+	Op    string // "post send", "post recv", "post srq recv"
+	Index int
+	Err   error
+}
+
+func (e *PostError) Error() string {
+	return fmt.Sprintf("%s: work request %d: %v", e.Op, e.Index, e.Err)
+}
+func (e *PostError) Unwrap() error { return e.Err }
+
+// memlockHint explains ENOMEM from MR registration: it almost always means
+// the pinned pages would exceed RLIMIT_MEMLOCK.
+func memlockHint(err error, length int) error {
+	if !errors.Is(err, unix.ENOMEM) {
+		return err
+	}
+	var lim unix.Rlimit
+	limit := "unknown"
+	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil {
+		if lim.Cur == unix.RLIM_INFINITY {
+			limit = "unlimited"
+		} else {
+			limit = fmt.Sprintf("%d bytes", lim.Cur)
+		}
+	}
+	return fmt.Errorf("%w (registering %d bytes pins them and counts against RLIMIT_MEMLOCK, currently %s: raise it with `ulimit -l`, setrlimit(RLIMIT_MEMLOCK) or CAP_IPC_LOCK)", err, length, limit)
+}

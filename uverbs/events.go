@@ -1,0 +1,184 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/rdmago/rdmago/abi"
+	"golang.org/x/sys/unix"
+)
+
+// read reads one event record into buf, parking the goroutine on the Go
+// netpoller until the kernel has one or ctx is done.
+func (e *eventFile) read(ctx context.Context, buf []byte) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.f.SetReadDeadline(time.Time{}); err != nil {
+			return err
+		}
+		stop := context.AfterFunc(ctx, func() { e.f.SetReadDeadline(time.Unix(1, 0)) })
+		var n int
+		var rerr error
+		err := e.rc.Read(func(fd uintptr) bool {
+			n, rerr = unix.Read(int(fd), buf)
+			return rerr != unix.EAGAIN
+		})
+		stop()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // ctx is done (checked above) or a stale deadline fired
+			}
+			return err
+		}
+		if rerr != nil {
+			return rerr
+		}
+		if n != len(buf) {
+			return fmt.Errorf("event record of %d bytes, want %d: %w", n, len(buf), unix.EIO)
+		}
+		return nil
+	}
+}
+
+// CompChannel is a completion channel (struct ibv_comp_channel): a file
+// descriptor that becomes readable when an armed CQ attached to it gets a
+// completion. Wait parks the goroutine on Go's netpoller, not a thread. Any
+// number of CQs may share a channel. The caller must Close it after its CQs.
+type CompChannel struct {
+	ctx    *Context
+	fd     int
+	ev     *eventFile
+	uh     uint64
+	rmu    sync.Mutex // one reader at a time
+	buf    abi.CompEventDesc
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateCompChannel is ibv_create_comp_channel.
+func (c *Context) CreateCompChannel() (*CompChannel, error) {
+	resp := new(abi.CreateCompChannelResp)
+	req := abi.CreateCompChannel{Response: abi.PtrU64(unsafe.Pointer(resp))}
+	if err := c.write(abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
+		return nil, fmt.Errorf("create comp channel: %w", err)
+	}
+	fd := int(int32(resp.FD))
+	ev, err := newEventFile(fd, "completion channel")
+	if err != nil {
+		return nil, fmt.Errorf("create comp channel: %w", err)
+	}
+	ch := &CompChannel{ctx: c, fd: fd, ev: ev}
+	uh, err := c.track(kindChannel, ch)
+	if err != nil {
+		ev.Close()
+		return nil, fmt.Errorf("create comp channel: %w", err)
+	}
+	ch.uh = uh
+	return ch, nil
+}
+
+// Wait is ibv_get_cq_event: it blocks until one of the channel's armed CQs
+// has a completion and returns that CQ (now disarmed: Arm it again, then Poll).
+// It returns ctx.Err() when ctx is done first.
+func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
+	ch.rmu.Lock()
+	defer ch.rmu.Unlock()
+	if err := ch.ev.read(ctx, abi.Bytes(&ch.buf)); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			err = ErrClosed
+		}
+		return nil, fmt.Errorf("wait for completion event: %w", err)
+	}
+	cq, ok := ch.ctx.lookup(ch.buf.CQHandle).(*CQ)
+	if !ok {
+		return nil, fmt.Errorf("completion event for unknown CQ handle %d: %w", ch.buf.CQHandle, unix.ENOENT)
+	}
+	cq.mu.Lock()
+	cq.compEvents++
+	cq.mu.Unlock()
+	return cq, nil
+}
+
+// Close closes the channel's descriptor. CQs created with it keep the kernel
+// object alive until they are destroyed, so close them first. It is
+// idempotent.
+func (ch *CompChannel) Close() error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.closed {
+		return nil
+	}
+	ch.closed = true
+	ch.ctx.forget(kindChannel, ch, ch.uh)
+	if err := ch.ev.Close(); err != nil {
+		return fmt.Errorf("close comp channel: %w", err)
+	}
+	return nil
+}
+
+// AsyncEvent is struct ibv_async_event: an error or state change the kernel
+// reports outside the data path (a QP entering the error state, a port going
+// down, an SRQ limit, ...). Exactly one of QP, CQ, SRQ is set for events about
+// those objects; Port for port events.
+type AsyncEvent struct {
+	Type    EventType
+	QP      *QP
+	CQ      *CQ
+	SRQ     *SRQ
+	Port    int
+	Element uint64 // the raw element: the object's user handle or the port
+}
+
+func (e AsyncEvent) String() string {
+	switch {
+	case e.QP != nil:
+		return fmt.Sprintf("%v on QP %#x", e.Type, e.QP.num)
+	case e.CQ != nil:
+		return fmt.Sprintf("%v on a CQ", e.Type)
+	case e.SRQ != nil:
+		return fmt.Sprintf("%v on an SRQ", e.Type)
+	case e.Type.element() == "port":
+		return fmt.Sprintf("%v on port %d", e.Type, e.Port)
+	}
+	return fmt.Sprintf("%v (element %d)", e.Type, e.Element)
+}
+
+// WaitAsyncEvent is ibv_get_async_event: it blocks until the kernel reports an
+// asynchronous event for this Context, or ctx is done. Events need no
+// acknowledgement.
+func (c *Context) WaitAsyncEvent(ctx context.Context) (AsyncEvent, error) {
+	if c.async == nil {
+		return AsyncEvent{}, fmt.Errorf("wait async event: the kernel gave no async event fd: %w", ErrNotSupported)
+	}
+	var d abi.AsyncEventDesc
+	if err := c.async.read(ctx, abi.Bytes(&d)); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			err = ErrClosed
+		}
+		return AsyncEvent{}, fmt.Errorf("wait async event: %w", err)
+	}
+	ev := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}
+	switch ev.Type.element() {
+	case "port":
+		ev.Port = int(d.Element)
+	default:
+		switch o := c.lookup(d.Element).(type) {
+		case *QP:
+			ev.QP = o
+		case *CQ:
+			ev.CQ = o
+		case *SRQ:
+			ev.SRQ = o
+		}
+	}
+	return ev, nil
+}

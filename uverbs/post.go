@@ -1,0 +1,161 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/uverbs/internal/rxe"
+	"golang.org/x/sys/unix"
+)
+
+// SGE is struct ibv_sge: a piece of registered memory (MR.SGE builds one).
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// sgl views an SGE list as the ABI's ib_sge list (same layout, checked by a
+// test) without copying.
+func sgl(s []SGE) []abi.SGE {
+	return unsafe.Slice((*abi.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// SendWR is struct ibv_send_wr without the list link: one send work request.
+type SendWR struct {
+	ID     uint64 // returned in the completion
+	Opcode WROpcode
+	Flags  SendFlags
+	SGL    []SGE  // local memory to send from (or, for RDMA READ and atomics, to land in)
+	Inline []byte // with SendInline: payload copied into the WQE; SGL is ignored
+	Imm    uint32 // SendWithImm, RDMAWriteWithImm: immediate data, host byte order
+
+	// RDMA READ/WRITE, atomics, ATOMIC_WRITE, FLUSH: the peer's memory.
+	RemoteAddr uint64
+	RKey       uint32
+
+	// Atomics: CmpAndSwp compares with CompareAdd and swaps in Swap;
+	// FetchAndAdd adds CompareAdd; AtomicWrite writes CompareAdd.
+	CompareAdd uint64
+	Swap       uint64
+
+	// FLUSH: the byte range and IBA placement type/selectivity level
+	// (abi.IB_FLUSH_GLOBAL|IB_FLUSH_PERSISTENT, abi.IB_FLUSH_RANGE/IB_FLUSH_MR).
+	FlushLength uint32
+	FlushType   uint8
+	FlushLevel  uint8
+
+	// UD: where to send.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQkey uint32
+}
+
+// RecvWR is struct ibv_recv_wr without the list link. A UD receive buffer
+// must leave 40 bytes in front of the payload for the GRH.
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
+
+var errNoAH = errors.New("UD send needs an AH")
+
+// PostSend is ibv_post_send: it writes each work request into the mapped send
+// ring and then rings the doorbell once, with one write(2), for the whole list.
+// It allocates nothing. On failure it returns a *PostError giving the index of
+// the first request not posted; the requests before it were posted and the
+// doorbell rung for them. A full ring gives ErrQueueFull: poll the send CQ.
+func (qp *QP) PostSend(wrs ...SendWR) error {
+	if qp.sq.Q == nil {
+		return &PostError{Op: "post send", Err: ErrClosed}
+	}
+	var perr error
+	posted := 0
+	for i := range wrs {
+		if err := qp.postOne(&wrs[i]); err != nil {
+			perr = &PostError{Op: "post send", Index: i, Err: err}
+			break
+		}
+		posted++
+	}
+	if posted > 0 {
+		if err := qp.ring(); err != nil {
+			return fmt.Errorf("post send: doorbell: %w", err)
+		}
+	}
+	return perr
+}
+
+func (qp *QP) postOne(wr *SendWR) error {
+	r := rxe.SendWR{
+		ID: wr.ID, Opcode: uint32(wr.Opcode), Flags: uint32(wr.Flags), Imm: wr.Imm,
+		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap,
+		Length: wr.FlushLength, FlushType: wr.FlushType, FlushLevel: wr.FlushLevel,
+		SGL: sgl(wr.SGL), Inline: wr.Inline,
+	}
+	switch wr.Opcode {
+	case WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm:
+	case WRRDMARead, WRAtomicCmpAndSwp, WRAtomicFetchAndAdd:
+		if qp.typ != QPTypeRC {
+			return fmt.Errorf("%v on a %v QP: %w", wr.Opcode, qp.typ, unix.EINVAL)
+		}
+	case WRFlush:
+		if !qp.flushOK {
+			return fmt.Errorf("%v needs Linux 6.2+ and a device with FLUSH: %w", wr.Opcode, ErrNotSupported)
+		}
+	case WRAtomicWrite:
+		if !qp.atomicWriteOK {
+			return fmt.Errorf("%v needs Linux 6.2+ and a device with ATOMIC_WRITE: %w", wr.Opcode, ErrNotSupported)
+		}
+	default:
+		return fmt.Errorf("opcode %v: %w", wr.Opcode, ErrNotSupported)
+	}
+	if qp.typ == QPTypeUD {
+		if wr.Opcode != WRSend && wr.Opcode != WRSendWithImm {
+			return fmt.Errorf("%v on a UD QP: only sends: %w", wr.Opcode, unix.EINVAL)
+		}
+		if wr.AH == nil {
+			return errNoAH
+		}
+		r.AHNum, r.RemoteQPN, r.RemoteQkey = wr.AH.num, wr.RemoteQPN, wr.RemoteQkey
+	}
+	if qp.sigAll {
+		r.Flags |= abi.IB_SEND_SIGNALED
+	}
+	return postErr(qp.sq.Post(&r))
+}
+
+// postErr maps the provider's errors onto the package's.
+func postErr(err error) error {
+	if errors.Is(err, rxe.ErrQueueFull) {
+		return ErrQueueFull
+	}
+	return err
+}
+
+// PostRecv is ibv_post_recv: it writes each request into the mapped receive
+// ring; the kernel sees them without any system call. A QP in RESET takes no
+// receives (move it to INIT first); a QP on an SRQ takes none (post to the
+// SRQ). Errors are as for PostSend.
+func (qp *QP) PostRecv(wrs ...RecvWR) error {
+	if qp.rq.Q == nil {
+		err := ErrClosed
+		if qp.srq != nil && !qp.closed {
+			err = fmt.Errorf("the QP receives from an SRQ: post to the SRQ: %w", unix.EINVAL)
+		}
+		return &PostError{Op: "post recv", Err: err}
+	}
+	if qp.State() == QPSReset {
+		return &PostError{Op: "post recv", Err: fmt.Errorf("QP %#x is in RESET: move it to INIT first: %w", qp.num, unix.EINVAL)}
+	}
+	for i := range wrs {
+		if err := qp.rq.Post(wrs[i].ID, sgl(wrs[i].SGL)); err != nil {
+			return &PostError{Op: "post recv", Index: i, Err: postErr(err)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,325 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmago/rdmago/abi"
+)
+
+// QPType is enum ibv_qp_type.
+type QPType uint8
+
+// QP types supported by Soft-RoCE.
+const (
+	QPTypeRC QPType = abi.IB_UVERBS_QPT_RC // IBV_QPT_RC: reliable connected
+	QPTypeUC QPType = abi.IB_UVERBS_QPT_UC // IBV_QPT_UC: unreliable connected
+	QPTypeUD QPType = abi.IB_UVERBS_QPT_UD // IBV_QPT_UD: unreliable datagram
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "IBV_QPT_RC"
+	case QPTypeUC:
+		return "IBV_QPT_UC"
+	case QPTypeUD:
+		return "IBV_QPT_UD"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// QPState is enum ibv_qp_state.
+type QPState uint8
+
+// QP states.
+const (
+	QPSReset QPState = abi.IB_QPS_RESET
+	QPSInit  QPState = abi.IB_QPS_INIT
+	QPSRTR   QPState = abi.IB_QPS_RTR
+	QPSRTS   QPState = abi.IB_QPS_RTS
+	QPSSQD   QPState = abi.IB_QPS_SQD
+	QPSSQE   QPState = abi.IB_QPS_SQE
+	QPSErr   QPState = abi.IB_QPS_ERR
+)
+
+var qpStateNames = [...]string{"IBV_QPS_RESET", "IBV_QPS_INIT", "IBV_QPS_RTR", "IBV_QPS_RTS", "IBV_QPS_SQD", "IBV_QPS_SQE", "IBV_QPS_ERR"}
+
+func (s QPState) String() string {
+	if int(s) < len(qpStateNames) {
+		return qpStateNames[s]
+	}
+	return fmt.Sprintf("QPState(%d)", uint8(s))
+}
+
+// QPAttrMask is enum ibv_qp_attr_mask: which QPAttr fields Modify applies.
+type QPAttrMask uint32
+
+// QP attribute mask bits.
+const (
+	QPAttrState           QPAttrMask = abi.IB_QP_STATE
+	QPAttrCurState        QPAttrMask = abi.IB_QP_CUR_STATE
+	QPAttrAccessFlags     QPAttrMask = abi.IB_QP_ACCESS_FLAGS
+	QPAttrPkeyIndex       QPAttrMask = abi.IB_QP_PKEY_INDEX
+	QPAttrPort            QPAttrMask = abi.IB_QP_PORT
+	QPAttrQkey            QPAttrMask = abi.IB_QP_QKEY
+	QPAttrAV              QPAttrMask = abi.IB_QP_AV
+	QPAttrPathMTU         QPAttrMask = abi.IB_QP_PATH_MTU
+	QPAttrTimeout         QPAttrMask = abi.IB_QP_TIMEOUT
+	QPAttrRetryCnt        QPAttrMask = abi.IB_QP_RETRY_CNT
+	QPAttrRNRRetry        QPAttrMask = abi.IB_QP_RNR_RETRY
+	QPAttrRQPSN           QPAttrMask = abi.IB_QP_RQ_PSN
+	QPAttrMaxQPRdAtomic   QPAttrMask = abi.IB_QP_MAX_QP_RD_ATOMIC
+	QPAttrMinRNRTimer     QPAttrMask = abi.IB_QP_MIN_RNR_TIMER
+	QPAttrSQPSN           QPAttrMask = abi.IB_QP_SQ_PSN
+	QPAttrMaxDestRdAtomic QPAttrMask = abi.IB_QP_MAX_DEST_RD_ATOMIC
+	QPAttrCap             QPAttrMask = abi.IB_QP_CAP
+	QPAttrDestQPN         QPAttrMask = abi.IB_QP_DEST_QPN
+)
+
+// MTU is enum ibv_mtu.
+type MTU uint8
+
+// Path MTUs.
+const (
+	MTU256  MTU = abi.IB_MTU_256
+	MTU512  MTU = abi.IB_MTU_512
+	MTU1024 MTU = abi.IB_MTU_1024
+	MTU2048 MTU = abi.IB_MTU_2048
+	MTU4096 MTU = abi.IB_MTU_4096
+)
+
+// Bytes is the MTU in bytes, 0 for an invalid value.
+func (m MTU) Bytes() int {
+	if m < MTU256 || m > MTU4096 {
+		return 0
+	}
+	return 128 << m
+}
+
+func (m MTU) String() string {
+	if b := m.Bytes(); b != 0 {
+		return fmt.Sprint(b)
+	}
+	return fmt.Sprintf("MTU(%d)", uint8(m))
+}
+
+// MTUFromBytes maps 256..4096 to an MTU; anything else gives 0.
+func MTUFromBytes(n int) MTU {
+	for m := MTU256; m <= MTU4096; m++ {
+		if m.Bytes() == n {
+			return m
+		}
+	}
+	return 0
+}
+
+// AccessFlags is enum ibv_access_flags, for MRs and QPs.
+type AccessFlags uint32
+
+// Access flags.
+const (
+	AccessLocalWrite   AccessFlags = abi.IB_UVERBS_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite  AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_WRITE
+	AccessRemoteRead   AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_READ
+	AccessRemoteAtomic AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC
+	AccessMWBind       AccessFlags = abi.IB_UVERBS_ACCESS_MW_BIND
+	AccessZeroBased    AccessFlags = abi.IB_UVERBS_ACCESS_ZERO_BASED
+	AccessOnDemand     AccessFlags = abi.IB_UVERBS_ACCESS_ON_DEMAND
+	// AccessFlushGlobal and AccessFlushPersistent allow FLUSH (Linux 6.2+).
+	AccessFlushGlobal     AccessFlags = abi.IB_UVERBS_ACCESS_FLUSH_GLOBAL
+	AccessFlushPersistent AccessFlags = abi.IB_UVERBS_ACCESS_FLUSH_PERSISTENT
+	AccessRelaxedOrdering AccessFlags = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
+)
+
+var accessNames = []struct {
+	f AccessFlags
+	n string
+}{
+	{AccessLocalWrite, "LOCAL_WRITE"}, {AccessRemoteWrite, "REMOTE_WRITE"}, {AccessRemoteRead, "REMOTE_READ"},
+	{AccessRemoteAtomic, "REMOTE_ATOMIC"}, {AccessMWBind, "MW_BIND"}, {AccessZeroBased, "ZERO_BASED"},
+	{AccessOnDemand, "ON_DEMAND"}, {AccessFlushGlobal, "FLUSH_GLOBAL"}, {AccessFlushPersistent, "FLUSH_PERSISTENT"},
+	{AccessRelaxedOrdering, "RELAXED_ORDERING"},
+}
+
+func (f AccessFlags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var s []string
+	for _, a := range accessNames {
+		if f&a.f != 0 {
+			s = append(s, "IBV_ACCESS_"+a.n)
+			f &^= a.f
+		}
+	}
+	if f != 0 {
+		s = append(s, fmt.Sprintf("%#x", uint32(f)))
+	}
+	return strings.Join(s, "|")
+}
+
+// SendFlags is enum ibv_send_flags.
+type SendFlags uint32
+
+// Send flags.
+const (
+	SendFence     SendFlags = abi.IB_SEND_FENCE
+	SendSignaled  SendFlags = abi.IB_SEND_SIGNALED  // generate a completion (always, with SigAll)
+	SendSolicited SendFlags = abi.IB_SEND_SOLICITED // wake a receiver armed with solicited-only
+	SendInline    SendFlags = abi.IB_SEND_INLINE    // copy SendWR.Inline into the WQE
+)
+
+// WROpcode is enum ibv_wr_opcode.
+type WROpcode uint32
+
+// Work request opcodes supported by Soft-RoCE.
+const (
+	WRRDMAWrite         WROpcode = abi.IB_WR_RDMA_WRITE
+	WRRDMAWriteWithImm  WROpcode = abi.IB_WR_RDMA_WRITE_WITH_IMM
+	WRSend              WROpcode = abi.IB_WR_SEND
+	WRSendWithImm       WROpcode = abi.IB_WR_SEND_WITH_IMM
+	WRRDMARead          WROpcode = abi.IB_WR_RDMA_READ
+	WRAtomicCmpAndSwp   WROpcode = abi.IB_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = abi.IB_WR_ATOMIC_FETCH_AND_ADD
+	// WRFlush (IBV_WR_FLUSH) and WRAtomicWrite (IBV_WR_ATOMIC_WRITE) need
+	// Linux 6.2+; on older kernels posting them fails with ErrNotSupported.
+	WRFlush       WROpcode = abi.IB_WR_FLUSH
+	WRAtomicWrite WROpcode = abi.IB_WR_ATOMIC_WRITE
+)
+
+var wrNames = map[WROpcode]string{
+	WRRDMAWrite: "IBV_WR_RDMA_WRITE", WRRDMAWriteWithImm: "IBV_WR_RDMA_WRITE_WITH_IMM", WRSend: "IBV_WR_SEND",
+	WRSendWithImm: "IBV_WR_SEND_WITH_IMM", WRRDMARead: "IBV_WR_RDMA_READ", WRAtomicCmpAndSwp: "IBV_WR_ATOMIC_CMP_AND_SWP",
+	WRAtomicFetchAndAdd: "IBV_WR_ATOMIC_FETCH_AND_ADD", WRFlush: "IBV_WR_FLUSH", WRAtomicWrite: "IBV_WR_ATOMIC_WRITE",
+}
+
+func (o WROpcode) String() string {
+	if s, ok := wrNames[o]; ok {
+		return s
+	}
+	return fmt.Sprintf("WROpcode(%d)", uint32(o))
+}
+
+// PortState is enum ibv_port_state.
+type PortState uint8
+
+// Port states.
+const (
+	PortNop         PortState = abi.IB_PORT_NOP
+	PortDown        PortState = abi.IB_PORT_DOWN
+	PortInit        PortState = abi.IB_PORT_INIT
+	PortArmed       PortState = abi.IB_PORT_ARMED
+	PortActive      PortState = abi.IB_PORT_ACTIVE
+	PortActiveDefer PortState = abi.IB_PORT_ACTIVE_DEFER
+)
+
+var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
+
+func (s PortState) String() string {
+	if int(s) < len(portStateNames) {
+		return "IBV_PORT_" + portStateNames[s]
+	}
+	return fmt.Sprintf("PortState(%d)", uint8(s))
+}
+
+// LinkLayer is the IBV_LINK_LAYER_* of a port.
+type LinkLayer uint8
+
+// Link layers.
+const (
+	LinkLayerUnspecified LinkLayer = abi.IB_LINK_LAYER_UNSPECIFIED
+	LinkLayerInfiniBand  LinkLayer = abi.IB_LINK_LAYER_INFINIBAND
+	LinkLayerEthernet    LinkLayer = abi.IB_LINK_LAYER_ETHERNET
+)
+
+func (l LinkLayer) String() string {
+	switch l {
+	case LinkLayerUnspecified:
+		return "IBV_LINK_LAYER_UNSPECIFIED"
+	case LinkLayerInfiniBand:
+		return "IBV_LINK_LAYER_INFINIBAND"
+	case LinkLayerEthernet:
+		return "IBV_LINK_LAYER_ETHERNET"
+	}
+	return fmt.Sprintf("LinkLayer(%d)", uint8(l))
+}
+
+// GIDType is enum ibv_gid_type.
+type GIDType uint32
+
+// GID types.
+const (
+	GIDTypeIB     GIDType = abi.IB_UVERBS_GID_TYPE_IB
+	GIDTypeRoCEv1 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V1
+	GIDTypeRoCEv2 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V2
+)
+
+func (t GIDType) String() string {
+	switch t {
+	case GIDTypeIB:
+		return "IB"
+	case GIDTypeRoCEv1:
+		return "RoCE v1"
+	case GIDTypeRoCEv2:
+		return "RoCE v2"
+	}
+	return fmt.Sprintf("GIDType(%d)", uint32(t))
+}
+
+// EventType is enum ibv_event_type: the kind of an asynchronous event.
+type EventType uint32
+
+// Asynchronous event types.
+const (
+	EventCQErr            EventType = abi.IB_EVENT_CQ_ERR
+	EventQPFatal          EventType = abi.IB_EVENT_QP_FATAL
+	EventQPReqErr         EventType = abi.IB_EVENT_QP_REQ_ERR
+	EventQPAccessErr      EventType = abi.IB_EVENT_QP_ACCESS_ERR
+	EventCommEst          EventType = abi.IB_EVENT_COMM_EST
+	EventSQDrained        EventType = abi.IB_EVENT_SQ_DRAINED
+	EventPathMig          EventType = abi.IB_EVENT_PATH_MIG
+	EventPathMigErr       EventType = abi.IB_EVENT_PATH_MIG_ERR
+	EventDeviceFatal      EventType = abi.IB_EVENT_DEVICE_FATAL
+	EventPortActive       EventType = abi.IB_EVENT_PORT_ACTIVE
+	EventPortErr          EventType = abi.IB_EVENT_PORT_ERR
+	EventLIDChange        EventType = abi.IB_EVENT_LID_CHANGE
+	EventPkeyChange       EventType = abi.IB_EVENT_PKEY_CHANGE
+	EventSMChange         EventType = abi.IB_EVENT_SM_CHANGE
+	EventSRQErr           EventType = abi.IB_EVENT_SRQ_ERR
+	EventSRQLimitReached  EventType = abi.IB_EVENT_SRQ_LIMIT_REACHED
+	EventQPLastWQEReached EventType = abi.IB_EVENT_QP_LAST_WQE_REACHED
+	EventClientReregister EventType = abi.IB_EVENT_CLIENT_REREGISTER
+	EventGIDChange        EventType = abi.IB_EVENT_GID_CHANGE
+	EventWQFatal          EventType = abi.IB_EVENT_WQ_FATAL
+)
+
+var eventNames = [...]string{"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST", "SQ_DRAINED",
+	"PATH_MIG", "PATH_MIG_ERR", "DEVICE_FATAL", "PORT_ACTIVE", "PORT_ERR", "LID_CHANGE", "PKEY_CHANGE",
+	"SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER", "GID_CHANGE", "WQ_FATAL"}
+
+func (e EventType) String() string {
+	if int(e) < len(eventNames) {
+		return "IBV_EVENT_" + eventNames[e]
+	}
+	return fmt.Sprintf("EventType(%d)", uint32(e))
+}
+
+// element says what the Element of an event of this type names.
+func (e EventType) element() string {
+	switch e {
+	case EventCQErr:
+		return "cq"
+	case EventSRQErr, EventSRQLimitReached:
+		return "srq"
+	case EventWQFatal:
+		return "wq"
+	case EventDeviceFatal:
+		return "device"
+	case EventPortActive, EventPortErr, EventLIDChange, EventPkeyChange, EventSMChange, EventClientReregister, EventGIDChange:
+		return "port"
+	}
+	return "qp"
+}
