@@ -96,8 +96,24 @@ type FileResult struct {
 
 // ConnReport is what one connection did.
 type ConnReport struct {
-	Files []FileResult
-	Bytes int64
+	Peer     string // the sender's address, when the transport tells (Peer() string)
+	Files    []FileResult
+	Bytes    int64
+	Duration time.Duration
+}
+
+// OK reports whether every file and directory of the connection was
+// verified (and there was at least one).
+func (c *ConnReport) OK() bool {
+	if c == nil || len(c.Files) == 0 {
+		return false
+	}
+	for _, f := range c.Files {
+		if !f.Verified {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Receiver) slots() int    { return defInt(r.Slots, DefaultSlots) }
@@ -155,6 +171,11 @@ func (r *Receiver) Serve(ctx context.Context, ln Listener, onConn func(*ConnRepo
 // something fatal happens, or ctx is done. The caller closes t.
 func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, error) {
 	rc := &recvConn{r: r, c: newConn(t, r.idle()), rep: &ConnReport{}}
+	if p, ok := t.(interface{ Peer() string }); ok {
+		rc.rep.Peer = p.Peer()
+	}
+	start := time.Now()
+	defer func() { rc.rep.Duration = time.Since(start) }()
 	r.mu.Lock()
 	r.nconn++
 	n := r.nconn
