@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"io/fs"
 	"math/rand/v2"
@@ -63,11 +64,11 @@ func tree(t *testing.T, dir string, files map[string][]byte) string {
 
 func randBytes(seed uint64, n int) []byte {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
 	}
-	return b
+	return b[:n:n]
 }
 
 func plan(t *testing.T, paths ...string) []Item {

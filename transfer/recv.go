@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -483,6 +484,9 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		batch := max(1, slots/4)
 		var credited uint64
 		mem := win.Bytes()
+		parallel := runtime.GOMAXPROCS(0) > 1
+		hp := startHasher(x.h)
+		defer close(hp.in)
 	loop:
 		for {
 			mm, a, err := rc.c.recv(ctx)
@@ -512,15 +516,25 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 				continue loop
 			}
 			chunk := mem[int64(slot)*slotSize:][:n]
-			if err := rc.write(x, chunk, pos); err != nil {
+			// Hash and write the chunk at once (both only read the slot).
+			par := n >= parallelHashMin && parallel
+			if par {
+				hp.in <- chunk
+			} else {
+				x.h.Write(chunk)
+			}
+			werr := rc.write(x, chunk, pos)
+			if par {
+				<-hp.done
+			}
+			if werr != nil {
 				failed = true
 				rc.discard(x)
-				if err := rc.rejectErr(ctx, x, "write", err); err != nil {
+				if err := rc.rejectErr(ctx, x, "write", werr); err != nil {
 					return err
 				}
 				continue loop
 			}
-			x.h.Write(chunk)
 			pos += n
 			x.res.Bytes += n
 			rc.rep.Bytes += n
@@ -667,3 +681,25 @@ func (rc *recvConn) report(x *recvFile) {
 }
 
 func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
+
+// parallelHashMin is the chunk size from which the receiver hashes in a
+// second goroutine while it writes (when it may use more than one CPU).
+const parallelHashMin = 64 << 10
+
+// hasher feeds a hash in its own goroutine: send a chunk on in, and it is
+// in the hash when done delivers. Close in to stop it.
+type hasher struct {
+	in   chan []byte
+	done chan struct{}
+}
+
+func startHasher(h hash.Hash) hasher {
+	hp := hasher{in: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for b := range hp.in {
+			h.Write(b)
+			hp.done <- struct{}{}
+		}
+	}()
+	return hp
+}

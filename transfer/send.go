@@ -228,9 +228,9 @@ func (sc *sendConn) recvCtl(ctx context.Context) (Message, error) {
 
 // sendItem sends one item. Its error is fatal for the connection; the
 // item's own failure is in the FileResult.
-func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (FileResult, error) {
+func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res FileResult, err error) {
 	sc.id++
-	res := FileResult{ID: sc.id, Name: it.Name, Kind: it.Kind}
+	res = FileResult{ID: sc.id, Name: it.Name, Kind: it.Kind}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start) }()
 
@@ -388,10 +388,12 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 				localErr = fmt.Errorf("read %s at %d: %w (did it shrink while being sent?)", it.Path, pos, err)
 				break
 			}
-			h.Write(buf)
 			if err := sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent)); err != nil {
 				return fmt.Errorf("write chunk %d of %s: %w", sent, it.Name, err)
 			}
+			// Hash while the device reads the slot: both only read it, and
+			// it is not reused before the receiver's credit.
+			h.Write(buf)
 			sent++
 			pos += n
 			res.Bytes += n

@@ -144,3 +144,34 @@ func TestForceNeverReplacesDirectory(t *testing.T) {
 		t.Error("directory replaced")
 	}
 }
+
+// Slots from parallelHashMin up: the receiver hashes in a second goroutine
+// while it writes; a corrupted chunk must still be caught.
+func TestLargeSlotsParallelHash(t *testing.T) {
+	const slotSize = 2 * parallelHashMin
+	data := randBytes(17, 9*slotSize+5)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := t.TempDir()
+	r := &Receiver{Dir: dst, Slots: 3, SlotSize: slotSize}
+	o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	sameTree(t, src, dst)
+
+	dst = t.TempDir()
+	r.Dir = dst
+	o = pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Write: func(i int, b []byte) Fault {
+		if i == 4 {
+			b[len(b)-1] ^= 0x80
+		}
+		return Deliver
+	}}}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, ErrDigest) {
+		t.Errorf("corrupted large chunk: verified=%v %v", f.Verified, f.Err)
+	}
+}
