@@ -2,8 +2,8 @@ package transfer
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"io/fs"
 	"math/rand/v2"
 	"os"
