@@ -489,6 +489,9 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		defer close(hp.in)
 	loop:
 		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			mm, a, err := rc.c.recv(ctx)
 			if err != nil {
 				return err

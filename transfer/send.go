@@ -358,6 +358,9 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 		dst := RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(need)}
 		chunks := uint64((remaining + slotSize - 1) / slotSize)
 		for sent < chunks && localErr == nil {
+			if err := ctx.Err(); err != nil {
+				return err // stop at once: the transport may not need to wait
+			}
 			if sent-consumed >= uint64(slots) {
 				m, err := sc.recvCtl(ctx)
 				if err != nil {
