@@ -144,6 +144,9 @@ func (sc *sendConn) run(ctx context.Context) error {
 		return err
 	}
 	m, _, err := sc.c.recv(ctx)
+	if errors.Is(err, ErrPeerGone) {
+		return nil // every item has its RESULT; only the courtesy is missing
+	}
 	if err != nil {
 		return err
 	}

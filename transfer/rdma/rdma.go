@@ -555,11 +555,22 @@ func (r *region) closeLocked() error {
 	return err
 }
 
-// Close implements transfer.Transport: it deregisters the regions still
-// open, then closes the connection (disconnect, destroy QP, CQs, control
-// buffers, PD). It is idempotent.
+// closeDrain bounds how long Close waits for posted sends to complete.
+const closeDrain = 2 * time.Second
+
+// Close implements transfer.Transport: it waits (briefly) for the messages
+// and writes posted so far to complete — so a last BYE or ERROR is not
+// flushed away by the disconnect — deregisters the regions still open, then
+// closes the connection (disconnect, destroy QP, CQs, control buffers, PD).
+// It is idempotent; like the other methods it must not run concurrently
+// with them.
 func (t *Transport) Close() error {
 	t.once.Do(func() {
+		if t.conn != nil && t.life.Err() == nil && t.outstanding > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), closeDrain)
+			t.Drain(ctx)
+			cancel()
+		}
 		t.mu.Lock()
 		t.closed = true
 		var errs []error
