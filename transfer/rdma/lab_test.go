@@ -373,3 +373,126 @@ func TestLabTwoNodes(t *testing.T) {
 		t.Fatal(fmt.Sprintf("unknown node %q", env.Node))
 	}
 }
+
+// dying is a receiving transport that dies (closes, as when its process is
+// killed) after n data writes.
+type dying struct {
+	transfer.Transport
+	n int
+}
+
+func (d *dying) Receive(ctx context.Context) (transfer.Arrival, error) {
+	a, err := d.Transport.Receive(ctx)
+	if err == nil && a.Write {
+		if d.n--; d.n == 0 {
+			d.Transport.Close()
+			return a, errors.New("killed")
+		}
+	}
+	return a, err
+}
+
+// TestLabKilledReceiver: the receiver dies mid-file; the sender stops with
+// ErrPeerGone (or ErrRemoteAccess, if a write hit the torn-down window)
+// within its bounds instead of hanging, and nothing is under the final name.
+func TestLabKilledReceiver(t *testing.T) {
+	env := labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := addr(env.Addr, 18616)
+	ln, err := Listen(ctx, a, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dst := t.TempDir()
+	rc := make(chan error, 1)
+	go func() {
+		tr, err := ln.Accept(ctx)
+		if err != nil {
+			rc <- err
+			return
+		}
+		_, err = labReceiver(dst).ServeConn(ctx, &dying{Transport: tr, n: 5})
+		tr.Close()
+		rc <- err
+	}()
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "f"), labContent("dying", 2<<20), 0o600)
+	items, _, _ := transfer.Plan(filepath.Join(src, "f"))
+	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := (&transfer.Sender{IdleTimeout: 30 * time.Second}).Send(ctx, tr, items)
+	tr.Close()
+	if !errors.Is(err, transfer.ErrPeerGone) && !errors.Is(err, transfer.ErrRemoteAccess) {
+		t.Errorf("sender: %v, want ErrPeerGone or ErrRemoteAccess", err)
+	}
+	t.Logf("sender: %v (after %v)", err, time.Since(start))
+	if el := time.Since(start); el > 25*time.Second {
+		t.Errorf("sender took %v to notice (idle timeout 30s)", el)
+	}
+	if rep.OK(1) {
+		t.Error("report OK")
+	}
+	if rerr := <-rc; rerr == nil {
+		t.Error("receiver succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "f")); err == nil {
+		t.Error("final file exists")
+	}
+}
+
+// TestLabConcurrentSenders: three senders at once to one receiver over RDMA.
+func TestLabConcurrentSenders(t *testing.T) {
+	env := labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	a := addr(env.Addr, 18617)
+	ln, err := Listen(ctx, a, Config{MaxSlots: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	r := labReceiver(dst)
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- r.Serve(sctx, ln, nil) }()
+	const n = 3
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			name := fmt.Sprintf("c%d", i)
+			src := t.TempDir()
+			os.WriteFile(filepath.Join(src, name), labContent(name, (i+1)<<19), 0o600)
+			items, _, _ := transfer.Plan(filepath.Join(src, name))
+			tr, _, err := DialRetry(ctx, a, Config{MaxSlots: 8}, 10*time.Second)
+			if err != nil {
+				errs <- err
+				return
+			}
+			rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
+			tr.Close()
+			if err == nil && !rep.OK(1) {
+				err = fmt.Errorf("%s: %v", name, rep.Files[0].Err)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	stop()
+	ln.Close()
+	<-served
+	for i := range n {
+		name := fmt.Sprintf("c%d", i)
+		if b, err := os.ReadFile(filepath.Join(dst, name)); err != nil || !bytes.Equal(b, labContent(name, (i+1)<<19)) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
