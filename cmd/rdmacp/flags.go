@@ -41,6 +41,7 @@ type common struct {
 	pskFile  string
 	slots    int
 	slotSize size
+	window   size
 	depth    int
 	json     bool
 	quiet    bool
@@ -51,14 +52,18 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.pskFile, "psk-file", "", "authenticate both ends with the pre-shared key in `FILE` (the same on both ends; at least 16 bytes)")
 	fs.IntVar(&c.slots, "slots", transfer.DefaultSlots, "window `N`: how many slots the receiver exposes (the receiver's value caps the sender's)")
 	c.slotSize = transfer.DefaultSlotSize
-	fs.Var(&c.slotSize, "slot-size", "bytes per slot, e.g. 256K, 1M (the receiver's value caps the sender's)")
-	fs.IntVar(&c.depth, "queue-depth", rdma.DefaultMaxSlots, "writes the connection can have in flight (receive queue depth less control); caps --slots")
+	fs.Var(&c.slotSize, "slot-size", "`SIZE` of a slot, e.g. 256K, 1M (the receiver's value caps the sender's)")
+	fs.Var(&c.window, "window", "window `SIZE` (sets --slots to SIZE / --slot-size), e.g. 16M")
+	fs.IntVar(&c.depth, "queue-depth", rdma.DefaultMaxSlots, "`N` writes the connection can have in flight (its receive queue depth less control messages); caps the receiver's --slots")
 	fs.BoolVar(&c.json, "json", false, "print a JSON summary on standard output")
 	fs.BoolVar(&c.quiet, "q", false, "print errors only")
 	fs.BoolVar(&c.verbose, "v", false, "narrate every rdma_cm and verbs step")
 }
 
 func (c *common) check() error {
+	if c.window > 0 {
+		c.slots = int(max(1, int64(c.window)/int64(max(c.slotSize, 1))))
+	}
 	switch {
 	case c.slots < 1 || c.slots > transfer.MaxSlots:
 		return fmt.Errorf("--slots %d: want 1..%d", c.slots, transfer.MaxSlots)

@@ -169,6 +169,15 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, r.code, r.stderr)
 		}
 	}
+	for _, cmd := range []string{"send", "recv"} {
+		if r := runCmd(ctx, newMemNet(), cmd, "-h"); r.code != 0 || !strings.Contains(r.stderr, "--") && !strings.Contains(r.stderr, "-slot-size") {
+			t.Errorf("%s -h: exit %d, %q", cmd, r.code, r.stderr)
+		}
+	}
+	c := common{slotSize: 1 << 20, window: 8 << 20, depth: 64}
+	if err := c.check(); err != nil || c.slots != 8 {
+		t.Errorf("--window 8M --slot-size 1M: slots %d, %v", c.slots, err)
+	}
 	if r := runCmd(ctx, newMemNet(), "send", "--psk-file", "/nonexistent", "f", "h"); r.code != 1 || !strings.Contains(r.stderr, "pre-shared key") {
 		t.Errorf("missing psk file: %+v", r)
 	}

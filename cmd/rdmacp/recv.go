@@ -29,11 +29,14 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	once := fs.Bool("once", false, "serve one sender, then exit (0 only if all its files were verified)")
 	force := fs.Bool("force", false, "replace existing files (never directories)")
 	var maxSize size = transfer.DefaultMaxFileSize
-	fs.Var(&maxSize, "max-size", "refuse files larger than this")
+	fs.Var(&maxSize, "max-size", "refuse files larger than `SIZE` (e.g. 10G)")
 	maxFiles := fs.Int("max-files", transfer.DefaultMaxFiles, "refuse more than `N` files on one connection")
 	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "serve at most `N` senders at once")
 	idle := fs.Duration("idle-timeout", transfer.DefaultIdleTimeout, "drop a sender that says nothing for this long")
 	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}

@@ -27,6 +27,9 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	retries := fs.Int("retries", 1, "send a file again up to `N` times when it fails verification")
 	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens")
 	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}
