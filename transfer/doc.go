@@ -47,4 +47,17 @@
 //
 // Anything malformed, oversized or out of order is answered with ERROR and
 // ends that connection; a Receiver keeps serving the others.
+//
+// # Safety and its limits
+//
+// Names are relative and checked (CheckName) and resolved with os.Root, so
+// no name and no symbolic link on the receiver leads outside its directory.
+// Memory is exposed per transfer (WINDOW) and withdrawn when its data is in.
+// A pre-shared key authenticates both ends before anything else (see
+// authMAC); it does not encrypt, and the SHA-256 that proves integrity is not
+// keyed: it catches corruption, not an attacker who can rewrite both the
+// data and DONE on the wire. Modes keep their permission bits only (no
+// setuid, setgid or sticky bit); directories keep their mode, not their
+// modification time (their contents change it); symbolic links, devices,
+// sockets and pipes are not sent.
 package transfer
