@@ -172,7 +172,8 @@ func (t *Transport) start(c *cm.Conn) {
 }
 
 // Dial connects to a receiver at addr ("host:port"; the port defaults to
-// DefaultPort). It fails with cm's errors (cm.ErrNoListener, ...,
+// DefaultPort): rdma_resolve_addr, rdma_resolve_route, rdma_connect through
+// cm.Dial, with every receive posted before the connection is up. It fails with cm's errors (cm.ErrNoListener, ...,
 // uverbs.ErrNoDevice) as they come; see DialRetry to wait for a receiver
 // that is starting. The caller must Close the Transport.
 func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
@@ -227,7 +228,8 @@ type Listener struct {
 }
 
 // Listen listens on addr ("host:port", empty host for every RDMA device;
-// the port defaults to DefaultPort). The caller must Close it.
+// the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
+// cm.Listen. The caller must Close it.
 func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
 	addr = WithDefaultPort(addr)
 	l, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
@@ -275,7 +277,8 @@ func (t *Transport) MaxSlots() int { return t.maxSlots }
 func (t *Transport) Peer() string { return t.conn.RemoteAddr().String() }
 
 // Send implements transfer.Transport: the message is copied into a
-// registered buffer and posted as a signaled SEND.
+// registered buffer and posted as a signaled SEND (ibv_post_send with
+// IBV_WR_SEND); it waits only when the send queue or the buffers are full.
 func (t *Transport) Send(ctx context.Context, msg []byte) error {
 	if len(msg) > transfer.MaxMessageSize {
 		return fmt.Errorf("send: message of %d bytes exceeds %d", len(msg), transfer.MaxMessageSize)
@@ -293,7 +296,8 @@ func (t *Transport) Send(ctx context.Context, msg []byte) error {
 }
 
 // WriteImm implements transfer.Transport: one signaled
-// RDMA_WRITE_WITH_IMM from src into the peer's memory.
+// RDMA_WRITE_WITH_IMM from src into the peer's memory (ibv_post_send with
+// IBV_WR_RDMA_WRITE_WITH_IMM).
 func (t *Transport) WriteImm(ctx context.Context, src transfer.Region, srcOff, n int, dst transfer.RemoteRegion, dstOff uint64, imm uint32) error {
 	r, ok := src.(*region)
 	if !ok || r.t != t || r.mr == nil {
@@ -424,7 +428,8 @@ func (t *Transport) wcErr(wc *uverbs.WC) error {
 	return wc.Err()
 }
 
-// Drain implements transfer.Transport.
+// Drain implements transfer.Transport: it polls (and sleeps on) the send CQ
+// until every posted request has completed.
 func (t *Transport) Drain(ctx context.Context) error {
 	for {
 		t.reap()
@@ -449,8 +454,11 @@ func (t *Transport) pollRecv() int {
 	return n
 }
 
-// Receive implements transfer.Transport. The receive that carried the
-// previous arrival is posted again first (its buffer was Msg until now).
+// Receive implements transfer.Transport: ibv_poll_cq on the receive CQ,
+// and when it is empty ibv_req_notify_cq and ibv_get_cq_event (parked on
+// the netpoller, honouring ctx and the connection's end). The receive that
+// carried the previous arrival is posted again first (its buffer was Msg
+// until now).
 func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
 	if t.repost >= 0 {
 		i := t.repost
