@@ -1,0 +1,479 @@
+// Copyright 2026 The rdmago Authors.
+
+package cm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/abi"
+	"golang.org/x/sys/unix"
+)
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestDemuxRoutesEventsToTheirIDs(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	var ids []*ID
+	for range 3 {
+		id, err := ch.CreateID(PortSpaceTCP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Interleave events of the three IDs; each must see its own, in order.
+	seq := []EventType{abi.RDMA_CM_EVENT_ADDR_RESOLVED, abi.RDMA_CM_EVENT_ROUTE_RESOLVED, abi.RDMA_CM_EVENT_ESTABLISHED}
+	for _, typ := range seq {
+		for i := len(ids) - 1; i >= 0; i-- {
+			f.queue(ids[i].Handle(), typ, int32(i), nil)
+		}
+	}
+	for i, id := range ids {
+		for _, want := range seq {
+			ev, err := id.WaitEvent(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type != want || ev.Status != int32(i) || ev.ID != id {
+				t.Fatalf("id %d got %v (status %d, id %p), want %v status %d", i, ev.Type, ev.Status, ev.ID, want, i)
+			}
+		}
+	}
+	for _, id := range ids {
+		if err := id.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	}
+	if s := ch.Stats(); s.IDs != 0 || s.Events != 9 || s.Mismatches != 0 || s.Orphans != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if n := f.live(); n != 0 {
+		t.Fatalf("%d kernel ids left", n)
+	}
+}
+
+func TestConnectRequestCreatesChildID(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	l, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Bind(mustAddr("10.0.0.1:7174")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(8); err != nil {
+		t.Fatal(err)
+	}
+	var p abi.UCMConnParam
+	p.SetData([]byte("hello"))
+	p.InitiatorDepth, p.ResponderResources, p.QPNum = 3, 4, 0x11
+	kid := f.connRequest(l.Handle(), &p)
+	ev, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := ev.ID
+	if child == nil || child == l || ev.Listener != l || child.Handle() != kid {
+		t.Fatalf("request: id %v listener %v kid %d", child, ev.Listener, kid)
+	}
+	if !bytes.Equal(ev.Param.PrivateData, []byte("hello")) || ev.Param.InitiatorDepth != 3 || ev.Param.ResponderResources != 4 {
+		t.Fatalf("param %+v", ev.Param)
+	}
+	if child.Remote().QPNum != 0x11 {
+		t.Fatalf("child remote %+v", child.Remote())
+	}
+	// The child's own events go to the child.
+	if err := child.Accept(ConnParam{QPNum: 0x22, ResponderResources: 1, InitiatorDepth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	acc := f.commands(abi.RDMA_USER_CM_CMD_ACCEPT)
+	if len(acc) != 1 {
+		t.Fatalf("accepts: %v", acc)
+	}
+	a := acc[0].Body.(*abi.UCMAccept)
+	if a.ID != kid || a.UID == 0 || a.ConnParam.Valid != 1 || a.ConnParam.QPNum != 0x22 {
+		t.Fatalf("accept body %+v", a)
+	}
+	// The kernel takes the uid from ACCEPT; mimic it.
+	f.mu.Lock()
+	f.ctxs[kid].uid = a.UID
+	f.mu.Unlock()
+	f.queue(kid, abi.RDMA_CM_EVENT_ESTABLISHED, 0, nil)
+	if ev, err := child.WaitEvent(ctx); err != nil || ev.Type != abi.RDMA_CM_EVENT_ESTABLISHED {
+		t.Fatalf("child event %v, %v", ev, err)
+	}
+	if l.pending() != 0 {
+		t.Fatal("listener got the child's event")
+	}
+	if err := child.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err) // events_reported counts the CONNECT_REQUEST on the listener
+	}
+}
+
+func TestDestroyReconcilesEventsReported(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nil)
+	waitFor(t, func() bool { return id.pending() == 2 })
+	f.mu.Lock()
+	f.extraEv = 1 // the kernel claims one more event than was read
+	f.mu.Unlock()
+	err = id.Close()
+	if err == nil || !strings.Contains(err.Error(), "reported 3 events, 2 were delivered") {
+		t.Fatalf("close: %v", err)
+	}
+	if s := ch.Stats(); s.Mismatches != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := id.Close(); err == nil {
+		t.Fatal("second Close lost the error") // idempotent: same result
+	}
+}
+
+func TestReusedKernelIDGetsNoStaleEvents(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	old, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := old.Handle()
+	// An unread event of the old id is discarded by DESTROY_ID.
+	f.mu.Lock()
+	f.queueLocked(kid, abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	f.mu.Unlock()
+	if err := old.Close(); err != nil && !strings.Contains(err.Error(), "reported") {
+		t.Fatal(err)
+	}
+	nu, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nu.Handle() != kid {
+		t.Fatalf("fake kernel did not reuse id %d (got %d)", kid, nu.Handle())
+	}
+	f.queue(kid, abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
+	ev, err := nu.WaitEvent(ctx)
+	if err != nil || ev.Type != abi.RDMA_CM_EVENT_ADDR_RESOLVED {
+		t.Fatalf("new id got %v, %v", ev, err)
+	}
+	if _, err := old.WaitEvent(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("old id: %v", err)
+	}
+	nu.Close()
+}
+
+func TestOrphanConnectRequestIsDestroyed(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	l, _ := ch.CreateID(PortSpaceTCP)
+	l.Listen(0)
+	// Make the channel forget the listener while the kernel still has it:
+	// the request must not leak a kernel id.
+	ch.mu.Lock()
+	delete(ch.byUID, l.uid)
+	ch.mu.Unlock()
+	child := f.connRequest(l.Handle(), nil)
+	waitFor(t, func() bool { return ch.Stats().Orphans == 1 })
+	waitFor(t, func() bool {
+		for _, c := range f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID) {
+			if c.Body.(*abi.UCMDestroyID).ID == child {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestResolveErrorsNameTheEvent(t *testing.T) {
+	for _, tc := range []struct {
+		typ    EventType
+		status int32
+		is     []error
+		text   []string
+	}{
+		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(unix.ETIMEDOUT), []error{ErrAddrResolution, unix.ETIMEDOUT},
+			[]string{"RDMA_CM_EVENT_ADDR_ERROR", "status -110", "no neighbour answered"}},
+		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(unix.ENODEV), []error{ErrAddrResolution, unix.ENODEV},
+			[]string{"has no RDMA device"}},
+		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, []error{ErrDeviceRemoved}, []string{"RDMA_CM_EVENT_DEVICE_REMOVAL", "device was removed"}},
+	} {
+		ch, f := newFakeChannel(t)
+		id, _ := ch.CreateID(PortSpaceTCP)
+		f.script = func(f *fakeKernel, c fakeCmd) error {
+			if c.Cmd == abi.RDMA_USER_CM_CMD_RESOLVE_ADDR {
+				f.queueLocked(id.Handle(), tc.typ, tc.status, nil)
+			}
+			return nil
+		}
+		err := id.ResolveAddr(testCtx(t), mustAddr("0.0.0.0:0"), mustAddr("10.9.9.9:7174"), time.Second)
+		var ee *EventError
+		if !errors.As(err, &ee) || ee.Event != tc.typ {
+			t.Fatalf("%v: err %v", tc.typ, err)
+		}
+		for _, want := range tc.is {
+			if !errors.Is(err, want) {
+				t.Errorf("%v: %v is not %v", tc.typ, err, want)
+			}
+		}
+		for _, s := range tc.text {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%q lacks %q", err, s)
+			}
+		}
+		rs := f.commands(abi.RDMA_USER_CM_CMD_RESOLVE_ADDR)
+		r := rs[0].Body.(*abi.UCMResolveAddr)
+		if r.TimeoutMS != 1000 || r.DstSize != abi.SizeofSockaddrIn || r.SrcSize != 0 {
+			t.Errorf("resolve body %+v", r)
+		}
+		if dst, _ := r.DstAddr.AddrPort(); dst != mustAddr("10.9.9.9:7174") {
+			t.Errorf("dst %v", dst)
+		}
+	}
+}
+
+func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
+	ev := Event{Type: abi.RDMA_CM_EVENT_REJECTED, Status: int32(RejInvalidServiceID)}
+	err := eventError("connect", "10.77.0.2:9999", ev)
+	want := "rdma_cm connect 10.77.0.2:9999: RDMA_CM_EVENT_REJECTED, reason 8 (IB_CM_REJ_INVALID_SERVICE_ID: nothing listens on that port)"
+	if err.Error() != want {
+		t.Fatalf("got  %q\nwant %q", err, want)
+	}
+	if !errors.Is(err, ErrNoListener) || !errors.Is(err, ErrRejected) || !errors.Is(err, unix.ECONNREFUSED) {
+		t.Fatalf("%v does not match its sentinels", err)
+	}
+	ev = Event{Type: abi.RDMA_CM_EVENT_REJECTED, Status: int32(RejConsumerDefined), Param: ConnParam{PrivateData: []byte("go away")}}
+	err = eventError("connect", "", ev)
+	var ee *EventError
+	if !errors.As(err, &ee) || string(ee.PrivateData) != "go away" || errors.Is(err, ErrNoListener) {
+		t.Fatalf("%v: %+v", err, ee)
+	}
+	if r, ok := ee.RejectReason(); !ok || r != RejConsumerDefined {
+		t.Fatalf("reason %v %v", r, ok)
+	}
+	un := eventError("connect", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -int32(unix.ETIMEDOUT)})
+	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, unix.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") {
+		t.Fatalf("unreachable: %v", un)
+	}
+}
+
+func TestPrivateDataLimits(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	tcp, _ := ch.CreateID(PortSpaceTCP)
+	udp, _ := ch.CreateID(PortSpaceUDP)
+	for _, tc := range []struct {
+		name string
+		id   *ID
+		op   func(*ID, []byte) error
+		max  int
+		cmd  uint32
+	}{
+		{"tcp connect", tcp, func(id *ID, b []byte) error { return id.Connect(ConnParam{PrivateData: b}) }, 56, abi.RDMA_USER_CM_CMD_CONNECT},
+		{"tcp accept", tcp, func(id *ID, b []byte) error { return id.Accept(ConnParam{PrivateData: b}) }, 196, abi.RDMA_USER_CM_CMD_ACCEPT},
+		{"reject", tcp, func(id *ID, b []byte) error { return id.Reject(b, 0) }, 148, abi.RDMA_USER_CM_CMD_REJECT},
+		{"udp connect", udp, func(id *ID, b []byte) error { return id.Connect(ConnParam{PrivateData: b}) }, 180, abi.RDMA_USER_CM_CMD_CONNECT},
+		{"udp accept", udp, func(id *ID, b []byte) error { return id.Accept(ConnParam{PrivateData: b}) }, 136, abi.RDMA_USER_CM_CMD_ACCEPT},
+	} {
+		before := len(f.commands(tc.cmd))
+		data := bytes.Repeat([]byte{0xa5}, tc.max+1)
+		err := tc.op(tc.id, data)
+		if !errors.Is(err, ErrPrivateDataTooLong) || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("%s with %d bytes: %v", tc.name, len(data), err)
+		}
+		if got := len(f.commands(tc.cmd)); got != before {
+			t.Errorf("%s: an oversize command reached the kernel", tc.name)
+		}
+		data[0], data[tc.max-1] = 1, 2
+		if err := tc.op(tc.id, data[:tc.max]); err != nil {
+			t.Errorf("%s with %d bytes: %v", tc.name, tc.max, err)
+			continue
+		}
+		cmds := f.commands(tc.cmd)
+		var got []byte
+		switch b := cmds[len(cmds)-1].Body.(type) {
+		case *abi.UCMConnect:
+			got = b.ConnParam.Data()
+		case *abi.UCMAccept:
+			got = b.ConnParam.Data()
+		case *abi.UCMReject:
+			got = b.PrivateData[:b.PrivateDataLen]
+		}
+		if !bytes.Equal(got, data[:tc.max]) {
+			t.Errorf("%s: the kernel got %d bytes of private data, not the %d sent", tc.name, len(got), tc.max)
+		}
+		if MaxPrivateData(strings.Fields(tc.name)[len(strings.Fields(tc.name))-1], tc.id.PortSpace()) != tc.max {
+			t.Errorf("MaxPrivateData for %s", tc.name)
+		}
+	}
+	if err := tcp.Reject(nil, RejStaleConn); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("reject with reason %v: %v", RejStaleConn, err)
+	}
+}
+
+func TestSetOptionPassesTheValue(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	if err := id.SetTOS(0x20); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.SetReuseAddr(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.SetAckTimeout(14); err != nil {
+		t.Fatal(err)
+	}
+	cmds := f.commands(abi.RDMA_USER_CM_CMD_SET_OPTION)
+	if len(cmds) != 3 {
+		t.Fatalf("%d set options", len(cmds))
+	}
+	for i, want := range []struct {
+		name uint32
+		val  []byte
+	}{{abi.RDMA_OPTION_ID_TOS, []byte{0x20}}, {abi.RDMA_OPTION_ID_REUSEADDR, boolInt(true)}, {abi.RDMA_OPTION_ID_ACK_TIMEOUT, []byte{14}}} {
+		b := cmds[i].Body.(*abi.UCMSetOption)
+		if b.Level != abi.RDMA_OPTION_ID || b.OptName != want.name || int(b.OptLen) != len(want.val) || !bytes.Equal(cmds[i].Buf, want.val) {
+			t.Errorf("option %d: %+v value %x, want name %d value %x", i, b, cmds[i].Buf, want.name, want.val)
+		}
+		if cmds[i].Out != 0 {
+			t.Errorf("option %d: out %d, want 0", i, cmds[i].Out)
+		}
+	}
+}
+
+func TestWaitEventHonoursContextAndClose(t *testing.T) {
+	ch, _ := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := id.WaitEvent(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait: %v", err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var werr error
+	go func() {
+		defer wg.Done()
+		_, werr = id.WaitEvent(context.Background())
+	}()
+	time.Sleep(10 * time.Millisecond)
+	id.Close()
+	wg.Wait()
+	if !errors.Is(werr, ErrClosed) {
+		t.Fatalf("waiter after Close: %v", werr)
+	}
+	if _, err := ch.CreateID(PortSpace(abi.RDMA_PS_IB)); err == nil {
+		t.Fatal("CreateID accepted an unsupported port space")
+	}
+}
+
+func TestChannelCloseEndsEverything(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	done := make(chan error, 1)
+	go func() {
+		_, err := id.WaitEvent(context.Background())
+		done <- err
+	}()
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken by Channel.Close")
+	}
+	if err := id.Close(); err != nil {
+		t.Fatalf("closing an ID of a closed channel: %v", err)
+	}
+	if _, err := ch.CreateID(PortSpaceTCP); !errors.Is(err, ErrClosed) {
+		t.Fatalf("create after close: %v", err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID)) != 0 {
+		t.Fatal("ids were destroyed one by one after the descriptor closed")
+	}
+}
+
+func TestManyIDsConcurrently(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	f.script = func(f *fakeKernel, c fakeCmd) error {
+		switch b := c.Body.(type) {
+		case *abi.UCMResolveAddr:
+			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
+		case *abi.UCMResolveRoute:
+			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nil)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				id, err := ch.CreateID(PortSpaceTCP)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := id.ResolveAddr(ctx, mustAddr("0.0.0.0:0"), mustAddr("10.0.0.2:1"), 0); err != nil {
+					errs <- err
+				}
+				if err := id.ResolveRoute(ctx, 0); err != nil {
+					errs <- err
+				}
+				if err := id.Close(); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := ch.Stats(); s.IDs != 0 || s.Events != 64*5*2 || s.Mismatches != 0 || s.Orphans != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if f.live() != 0 {
+		t.Fatal("kernel ids leaked")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,116 @@
+// Copyright 2026 The rdmago Authors.
+
+package cm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/rdmanl"
+	"golang.org/x/sys/unix"
+)
+
+// Where the kernel publishes the rdma_cm character device. Variables so tests
+// can point them elsewhere.
+var (
+	ucmDevPath    = "/dev/infiniband/rdma_cm"
+	ucmABIVersion = "/sys/class/misc/rdma_cm/abi_version"
+)
+
+// ucmDev is the real /dev/infiniband/rdma_cm: a non-blocking descriptor
+// registered with Go's netpoller (os.NewFile), so waiting for an event parks a
+// goroutine, not a thread.
+type ucmDev struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+// openUCM opens the rdma_cm character device the way librdmacm does: it asks
+// RDMA netlink which device node serves "rdma_cm" and checks the ABI version
+// the kernel reports (netlink, or sysfs misc/rdma_cm/abi_version as the
+// fallback), then opens it non-blocking and close-on-exec.
+func openUCM() (*ucmDev, error) {
+	path := ucmDevPath
+	abiv := -1
+	if nl, err := rdmanl.Dial(); err == nil {
+		if c, err := nl.Chardev(-1, "rdma_cm"); err == nil {
+			if c.Name != "" {
+				path = filepath.Join(filepath.Dir(ucmDevPath), c.Name)
+			}
+			abiv = int(c.ABI)
+		}
+		nl.Close()
+	}
+	if abiv < 0 {
+		if b, err := os.ReadFile(ucmABIVersion); err == nil {
+			abiv, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if abiv >= 0 && abiv != abi.RDMA_USER_CM_ABI_VERSION {
+		return nil, fmt.Errorf("open %s: the kernel speaks rdma_cm ABI %d, rdmago speaks %d: %w", path, abiv, abi.RDMA_USER_CM_ABI_VERSION, ErrNotSupported)
+	}
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+			return nil, fmt.Errorf("open %s: %w (load rdma_ucm and create an RDMA device, e.g. `rdma link add rxe0 type rxe netdev eth0`, or run in the lab: go run ./cmd/rdmalab): %w", path, err, ErrNoDevice)
+		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+			return nil, fmt.Errorf("open %s: %w (it needs read-write access: check its permissions or the rdma group)", path, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &ucmDev{f: f, rc: rc}, nil
+}
+
+// write does one write(2) of command b. buf, the memory b's pointer field
+// refers to, is pinned by the caller and kept alive here until the kernel is
+// done with it.
+func (d *ucmDev) write(b, buf []byte) error {
+	var werr error
+	err := d.rc.Control(func(fd uintptr) {
+		for {
+			var n int
+			n, werr = unix.Write(int(fd), b)
+			if werr == unix.EINTR {
+				continue
+			}
+			if werr == nil && n != len(b) {
+				werr = fmt.Errorf("short write of %d of %d bytes: %w", n, len(b), unix.EIO)
+			}
+			return
+		}
+	})
+	runtime.KeepAlive(buf)
+	if err != nil {
+		return translateClosed(err)
+	}
+	return werr
+}
+
+// poll runs fn until it reports done, parking the goroutine on the netpoller
+// whenever fn reports that no event was ready (GET_EVENT said EAGAIN).
+func (d *ucmDev) poll(fn func() bool) error {
+	return translateClosed(d.rc.Read(func(uintptr) bool { return fn() }))
+}
+
+func (d *ucmDev) close() error { return d.f.Close() }
+
+func translateClosed(err error) error {
+	if errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}

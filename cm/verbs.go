@@ -1,0 +1,197 @@
+// Copyright 2026 The rdmago Authors.
+
+package cm
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/rdmanl"
+	"github.com/rdmago/rdmago/uverbs"
+)
+
+// device is an open RDMA device shared by the connections on it: one
+// uverbs Context per device per process, as librdmacm keeps one
+// ibv_context per cma_device. It is reference counted; the last user
+// closes it.
+type device struct {
+	name string
+	ctx  *uverbs.Context
+	attr uverbs.DeviceAttr
+	refs int // guarded by devicesMu
+	dead bool
+
+	portMu sync.Mutex
+	ports  map[uint8]uverbs.PortAttr
+}
+
+var (
+	devicesMu sync.Mutex
+	devices   = map[string]*device{}
+)
+
+// acquireDevice opens (or shares) the uverbs device an ID is bound to, as
+// QUERY reported it: by its index, which RDMA netlink maps to a name, and
+// its node GUID as a cross-check and fallback.
+func acquireDevice(info AddrInfo) (*device, error) {
+	if !info.HasDevice() {
+		return nil, fmt.Errorf("the rdma_cm id is not bound to an RDMA device yet (resolve or bind first): %w", ErrNoDevice)
+	}
+	name, err := deviceName(info)
+	if err != nil {
+		return nil, err
+	}
+	devicesMu.Lock()
+	defer devicesMu.Unlock()
+	if d := devices[name]; d != nil && !d.dead {
+		d.refs++
+		return d, nil
+	}
+	ctx, err := uverbs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	attr, err := ctx.QueryDevice()
+	if err != nil {
+		ctx.Close()
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	d := &device{name: name, ctx: ctx, attr: attr, refs: 1, ports: map[uint8]uverbs.PortAttr{}}
+	devices[name] = d
+	return d, nil
+}
+
+// release drops one reference; the last closes the Context and everything
+// still on it.
+func (d *device) release() error {
+	devicesMu.Lock()
+	d.refs--
+	last := d.refs == 0
+	if last && devices[d.name] == d {
+		delete(devices, d.name)
+	}
+	devicesMu.Unlock()
+	if last {
+		return d.ctx.Close()
+	}
+	return nil
+}
+
+// markDead stops new connections from sharing a device that was removed.
+func (d *device) markDead() {
+	devicesMu.Lock()
+	d.dead = true
+	if devices[d.name] == d {
+		delete(devices, d.name)
+	}
+	devicesMu.Unlock()
+}
+
+func (d *device) port(n uint8) (uverbs.PortAttr, error) {
+	d.portMu.Lock()
+	defer d.portMu.Unlock()
+	if p, ok := d.ports[n]; ok {
+		return p, nil
+	}
+	p, err := d.ctx.QueryPort(int(n))
+	if err != nil {
+		return p, err
+	}
+	d.ports[n] = p
+	return p, nil
+}
+
+// guidString formats a node GUID as sysfs prints it.
+func guidString(g uint64) string {
+	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, (g>>32)&0xffff, (g>>16)&0xffff, g&0xffff)
+}
+
+func deviceName(info AddrInfo) (string, error) {
+	if nl, err := rdmanl.Dial(); err == nil {
+		devs, err := nl.Devices()
+		nl.Close()
+		if err == nil {
+			for _, d := range devs {
+				if d.Index == info.DevIndex && (info.NodeGUID == 0 || d.NodeGUID == info.NodeGUID) {
+					return d.Name, nil
+				}
+			}
+		}
+	}
+	// No RDMA netlink: match the node GUID against sysfs.
+	devs, err := uverbs.Devices()
+	if err != nil {
+		return "", err
+	}
+	want := guidString(info.NodeGUID)
+	var names []string
+	for _, d := range devs {
+		names = append(names, d.Name)
+		if d.NodeGUID == want {
+			return d.Name, nil
+		}
+	}
+	return "", fmt.Errorf("no uverbs device with index %d and node GUID %s (have %s): %w", info.DevIndex, want, strings.Join(names, ", "), ErrNoDevice)
+}
+
+// unsupportedQPMask are the attribute bits INIT_QP_ATTR may return that
+// uverbs.QPAttr cannot carry (alternate paths, path migration, SQD notify,
+// capabilities, rate limit). RoCE connections never use them.
+const unsupportedQPMask = abi.IB_QP_EN_SQD_ASYNC_NOTIFY | abi.IB_QP_ALT_PATH | abi.IB_QP_PATH_MIG_STATE |
+	abi.IB_QP_CAP | abi.IB_QP_RATE_LIMIT
+
+// legacyMaskBits are the attribute bits MODIFY_QP accepts (up to
+// IB_QP_DEST_QPN); librdmacm clears the bits above, which old kernels leaked
+// for RoCE.
+const legacyMaskBits = abi.IB_QP_DEST_QPN<<1 - 1
+
+// qpAttrFromABI converts INIT_QP_ATTR's answer into the attributes and
+// mask of a uverbs modify.
+func qpAttrFromABI(a *abi.QPAttr) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
+	mask := a.QPAttrMask & legacyMaskBits
+	if bad := mask & unsupportedQPMask; bad != 0 {
+		return uverbs.QPAttr{}, 0, fmt.Errorf("the CM asks for QP attributes %#x (alternate path, path migration, SQD notify or capabilities) that uverbs.QPAttr cannot carry: %w", bad, ErrNotSupported)
+	}
+	ah := &a.AHAttr
+	q := uverbs.QPAttr{
+		State: uverbs.QPState(a.QPState), CurState: uverbs.QPState(a.CurQPState), PathMTU: uverbs.MTU(a.PathMTU),
+		Qkey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
+		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PkeyIndex: a.PkeyIndex, Port: a.PortNum,
+		AH:          ahFromABI(ah),
+		MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRnrTimer,
+		Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RnrRetry,
+	}
+	return q, uverbs.QPAttrMask(mask), nil
+}
+
+// ahFromABI converts the kernel's ib_uverbs_ah_attr (INIT_QP_ATTR, the UD
+// parameters of events) into uverbs.AHAttr.
+func ahFromABI(ah *abi.AHAttr) uverbs.AHAttr {
+	return uverbs.AHAttr{
+		GRH: uverbs.GlobalRoute{
+			DGID: uverbs.GID(ah.GRH.DGID), FlowLabel: ah.GRH.FlowLabel, SGIDIndex: ah.GRH.SGIDIndex,
+			HopLimit: ah.GRH.HopLimit, TrafficClass: ah.GRH.TrafficClass,
+		},
+		DLID: ah.DLID, SL: ah.SL, SrcPathBits: ah.SrcPathBits, StaticRate: ah.StaticRate,
+		IsGlobal: ah.IsGlobal != 0, Port: ah.PortNum,
+	}
+}
+
+// maskString names the bits of a QP attribute mask (ibv_qp_attr_mask).
+func maskString(m uverbs.QPAttrMask) string {
+	names := []string{"STATE", "CUR_STATE", "EN_SQD_ASYNC_NOTIFY", "ACCESS_FLAGS", "PKEY_INDEX", "PORT", "QKEY",
+		"AV", "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN", "MAX_QP_RD_ATOMIC", "ALT_PATH",
+		"MIN_RNR_TIMER", "SQ_PSN", "MAX_DEST_RD_ATOMIC", "PATH_MIG_STATE", "CAP", "DEST_QPN"}
+	var s []string
+	for i, n := range names {
+		if m&(1<<i) != 0 {
+			s = append(s, n)
+		}
+	}
+	if m>>len(names) != 0 {
+		s = append(s, fmt.Sprintf("%#x", uint32(m>>len(names)<<len(names))))
+	}
+	return strings.Join(s, "|")
+}

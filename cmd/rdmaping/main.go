@@ -1,0 +1,235 @@
+// Copyright 2026 The rdmago Authors.
+
+// Command rdmaping is rdma-core's rping in pure Go, wire-compatible with it
+// in both roles, plus the classic verbs demos, udaddy's UD exchange and the
+// rdma_server/rdma_client pair. It needs no rdma-core: build it with
+// CGO_ENABLED=0 and run it on any Linux with an RDMA device (Soft-RoCE is
+// enough: `rdma link add rxe0 type rxe netdev eth0`).
+//
+//	rdmaping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]
+//	rdmaping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
+//
+// Modes (--mode; the default is rping):
+//
+//	rping       rping's RDMA READ/WRITE ping over rdma_cm (port 7174)
+//	send        SEND ping-pong, validated
+//	send-imm    SEND with immediate, the immediate checked
+//	write       RDMA WRITE into the server's advertised buffer, then a SEND
+//	write-imm   RDMA WRITE with immediate: the server learns of it from the immediate
+//	read        RDMA READ of a pattern the server advertises
+//	atomic      fetch-and-add and compare-and-swap on the server's counter
+//	rdmacs      the rdma_server/rdma_client 16-byte exchange (port 7471)
+//
+// The demos connect through rdma_cm, or with --tcp through ibv_rc_pingpong's
+// out-of-band TCP exchange (port 18515). --ud runs udaddy's UD exchange
+// (port 7174): -c -a addr is `udaddy -s addr`, -s is `udaddy`.
+//
+// -v prints the ping data as rping does and narrates every CM and verbs
+// step (device, PD, MR, CQ, QP, each transition, each event) on stderr; -d
+// adds rping's per-message debug lines.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+)
+
+type config struct {
+	server, client bool
+	addr, source   string
+	port           int
+	count, size    int
+	verbose        bool
+	validate       bool
+	debug          bool
+	persistent     bool
+	mode           string
+	tcp, ud        bool
+	dev            string
+	timeout        time.Duration
+	tos            int
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// boolFlags are the single-letter flags that take no value, which rping
+// users combine ("-vV").
+const boolFlags = "scvVdPq"
+
+// expandArgs splits combined single-letter boolean flags ("-vVd") into
+// separate ones, as getopt accepts them.
+func expandArgs(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], boolFlags) == "" {
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func parse(args []string) (*config, error) {
+	var c config
+	fs := flag.NewFlagSet("rdmaping", flag.ContinueOnError)
+	fs.BoolVar(&c.server, "s", false, "server side")
+	fs.BoolVar(&c.client, "c", false, "client side")
+	fs.StringVar(&c.addr, "a", "", "address: the server's (client), the address to bind to (server; default all)")
+	fs.StringVar(&c.source, "I", "", "source address to bind to (client)")
+	fs.IntVar(&c.port, "p", 0, "port (default 7174; 7471 in rdmacs mode; 18515 with --tcp)")
+	fs.IntVar(&c.count, "C", -1, "ping count (default: rping forever, udaddy 10, demos 10)")
+	fs.IntVar(&c.size, "S", 0, "ping data size (default: rping 64, udaddy 100, demos 64)")
+	fs.BoolVar(&c.verbose, "v", false, "display ping data and narrate every CM and verbs step")
+	fs.BoolVar(&c.validate, "V", false, "validate ping data")
+	fs.BoolVar(&c.debug, "d", false, "debug printfs")
+	fs.BoolVar(&c.persistent, "P", false, "persistent server: serve clients until killed")
+	q := fs.Bool("q", false, "ignored (rping's self-created QP: rdmaping always creates its QP itself)")
+	fs.StringVar(&c.mode, "mode", "rping", "rping, send, send-imm, write, write-imm, read, atomic or rdmacs")
+	fs.BoolVar(&c.tcp, "tcp", false, "demos: connect the QP with an out-of-band TCP exchange instead of rdma_cm")
+	fs.BoolVar(&c.ud, "ud", false, "udaddy's UD datagram exchange over rdma_cm")
+	fs.StringVar(&c.dev, "dev", "", "--tcp: RDMA device (default: the one on the address's interface)")
+	fs.DurationVar(&c.timeout, "timeout", 0, "give up after this long (0: never)")
+	fs.IntVar(&c.tos, "t", 0, "type of service (udaddy -t)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage:\n  rdmaping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"+
+			"  rdmaping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"+
+			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic [--tcp] ...\n"+
+			"  rdmaping -s|-c --ud [-C count] [-S size] ...\n"+
+			"  rdmaping -s|-c --mode rdmacs ...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(expandArgs(args)); err != nil {
+		return nil, err
+	}
+	_ = q
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.server == c.client {
+		return nil, errors.New("give exactly one of -s (server) and -c (client)")
+	}
+	if c.client && c.addr == "" {
+		return nil, errors.New("the client needs the server's address: -a ADDR")
+	}
+	switch c.mode {
+	case "rping", "send", "send-imm", "write", "write-imm", "read", "atomic", "rdmacs":
+	default:
+		return nil, fmt.Errorf("unknown --mode %q", c.mode)
+	}
+	if c.ud && c.mode != "rping" {
+		return nil, errors.New("--ud is udaddy's exchange; it takes no --mode")
+	}
+	if c.tcp && (c.ud || c.mode == "rping" || c.mode == "rdmacs") {
+		return nil, errors.New("--tcp connects the demo modes (send ... atomic) only")
+	}
+	if c.port == 0 {
+		switch {
+		case c.tcp:
+			c.port = 18515
+		case c.mode == "rdmacs":
+			c.port = 7471
+		default:
+			c.port = ping.DefaultPort
+		}
+	}
+	if c.port < 1 || c.port > 65535 {
+		return nil, fmt.Errorf("port %d out of range", c.port)
+	}
+	return &c, nil
+}
+
+// hostPort joins an address and the port; an empty address is the
+// unspecified IPv4 address.
+func hostPort(addr string, port int) string {
+	if addr == "" {
+		addr = "0.0.0.0"
+	}
+	return net.JoinHostPort(addr, strconv.Itoa(port))
+}
+
+func sourceAddr(s string) (netip.AddrPort, error) {
+	if s == "" {
+		return netip.AddrPort{}, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		ips, lerr := net.LookupIP(s)
+		if lerr != nil || len(ips) == 0 {
+			return netip.AddrPort{}, fmt.Errorf("-I %q: not an address", s)
+		}
+		a, _ = netip.AddrFromSlice(ips[0])
+	}
+	return netip.AddrPortFrom(a.Unmap(), 0), nil
+}
+
+func run(args []string) int {
+	c, err := parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	if err := dispatch(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		return 1
+	}
+	return 0
+}
+
+func (c *config) logf() func(string, ...any) {
+	if !c.verbose {
+		return nil
+	}
+	return func(f string, a ...any) { fmt.Fprintf(os.Stderr, "rdmaping: "+f+"\n", a...) }
+}
+
+func (c *config) debugf() func(string, ...any) {
+	if !c.debug {
+		return nil
+	}
+	return func(f string, a ...any) { fmt.Printf(f+"\n", a...) }
+}
+
+func dispatch(ctx context.Context, c *config) error {
+	switch {
+	case c.ud:
+		return runUD(ctx, c)
+	case c.mode == "rping":
+		return runRping(ctx, c)
+	case c.mode == "rdmacs":
+		return runRdmaCS(ctx, c)
+	case c.tcp:
+		return runDemoTCP(ctx, c)
+	default:
+		return runDemoCM(ctx, c)
+	}
+}
