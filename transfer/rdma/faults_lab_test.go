@@ -173,7 +173,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 			continue
 		}
 		kills++
-		if len(rep.Files) == 0 {
+		if rep == nil || len(rep.Files) == 0 {
 			early++
 		}
 		if rerr == nil {
