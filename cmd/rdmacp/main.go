@@ -28,7 +28,10 @@ Run 'rdmacp recv -h' or 'rdmacp send -h' for the flags.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], rdmaNet{}, os.Stdout, os.Stderr))
+	stopProfile := startProfile(os.Stderr)
+	code := run(ctx, os.Args[1:], rdmaNet{}, os.Stdout, os.Stderr)
+	stopProfile()
+	os.Exit(code)
 }
 
 // run is the whole command with its network and outputs injected (tests

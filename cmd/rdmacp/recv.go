@@ -110,6 +110,7 @@ type recvSummary struct {
 	Bytes      int64         `json:"bytes"`
 	Seconds    float64       `json:"seconds"`
 	Throughput float64       `json:"throughput_bytes_per_second"`
+	PeakRSS    int64         `json:"peak_rss_bytes,omitempty"`
 	Error      string        `json:"error,omitempty"`
 }
 
@@ -131,6 +132,7 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 		}
 	}
 	s.OK = err == nil && rep.OK()
+	s.PeakRSS = peakRSS()
 	from := "a sender"
 	if s.Peer != "" {
 		from = s.Peer

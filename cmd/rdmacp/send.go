@@ -81,6 +81,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 
 	sum.fill(rep)
+	sum.PeakRSS = peakRSS()
 	ok := err == nil && rep.OK(len(items))
 	sum.OK = ok
 	for _, f := range rep.Files {
@@ -134,6 +135,7 @@ type sendSummary struct {
 	Throughput  float64       `json:"throughput_bytes_per_second"`
 	Retries     int           `json:"retries"`
 	DialRetries int           `json:"dial_retries"`
+	PeakRSS     int64         `json:"peak_rss_bytes,omitempty"`
 	Error       string        `json:"error,omitempty"`
 }
 
