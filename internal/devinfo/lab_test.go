@@ -41,8 +41,8 @@ func liveSystem(t *testing.T) (*System, labtest.Env) {
 
 // TestLabShowMatchesIbvDevinfo compares `rdmainfo show [-v]` with
 // `ibv_devinfo [-v]`: every field both print must be equal, and every field
-// ibv_devinfo prints must be there except those package uverbs does not
-// return yet (absentWithVerbs).
+// ibv_devinfo prints must be there except the -v sections rdmainfo does not
+// print (absentWithVerbs).
 func TestLabShowMatchesIbvDevinfo(t *testing.T) {
 	s, env := liveSystem(t)
 	infos, err := s.Show(env.Dev)
