@@ -46,4 +46,15 @@
 // Linux 5.10 or newer with rdma_rxe and ib_uverbs (tested on Debian's 6.1 and
 // 6.12). FLUSH and ATOMIC_WRITE need 6.2+ and return ErrNotSupported before.
 // Registering memory pins it against RLIMIT_MEMLOCK.
+//
+// # Credentials
+//
+// The kernel refuses every command written to a uverbs descriptor by a
+// thread whose credentials differ from those it was opened with
+// (ib_safe_file_access: write fails with EACCES). Go's syscall.Setuid and
+// syscall.Setgid change the credentials of every thread, but not at the same
+// instant, and a thread can run with other credentials than the one that
+// opened the Context, so a program that drops privileges after Open sees
+// commands fail at random. Drop privileges before opening the Context, or
+// before exec (syscall.SysProcAttr.Credential), never while one is open.
 package uverbs
