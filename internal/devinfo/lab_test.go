@@ -114,7 +114,7 @@ func TestLabLinksMatchRdma(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(links) != 1 || links[0].Dev != env.Dev || links[0].State != "ACTIVE" || links[0].Netdev != labNetdev() {
+	if len(links) != 1 || links[0].Dev != env.Dev || links[0].State != "ACTIVE" || links[0].Netdev != labNetdev(t, env) {
 		t.Errorf("links %+v", links)
 	}
 	jsonEqual(t, "link show", links, runTool(t, "rdma", "-j", "link", "show"))
@@ -382,7 +382,7 @@ func TestLabDiagnoseAllClear(t *testing.T) {
 // the netdev to be reported with `ip link set NETDEV up`, and restores it.
 func TestLabDiagnosePortDown(t *testing.T) {
 	s, env := liveSystem(t)
-	nd := labNetdev()
+	nd := labNetdev(t, env)
 	fs := sysfs.New("/")
 	portUp := func() bool {
 		p, err := fs.Port(env.Dev, 1)
