@@ -49,12 +49,14 @@
 //
 // # Credentials
 //
-// The kernel refuses every command written to a uverbs descriptor by a
-// thread whose credentials differ from those it was opened with
-// (ib_safe_file_access: write fails with EACCES). Go's syscall.Setuid and
-// syscall.Setgid change the credentials of every thread, but not at the same
-// instant, and a thread can run with other credentials than the one that
-// opened the Context, so a program that drops privileges after Open sees
-// commands fail at random. Drop privileges before opening the Context, or
-// before exec (syscall.SysProcAttr.Credential), never while one is open.
+// The kernel accepts a command written to a uverbs descriptor only from a
+// thread running with the very credentials the descriptor was opened with
+// (ib_safe_file_access compares the kernel's cred objects, not the IDs);
+// any other write fails with EACCES. Go's syscall.Setuid and syscall.Setgid
+// change the credentials of each thread separately, so afterwards the
+// threads hold different credentials objects: a Context opened before the
+// call fails on every thread, and one opened after it works only from the
+// thread that opened it. Drop privileges before exec instead
+// (syscall.SysProcAttr.Credential, or setpriv/su around the program), so
+// that the process starts with one set of credentials.
 package uverbs
