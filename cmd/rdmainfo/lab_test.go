@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"github.com/rdmago/rdmago/internal/netlink"
 	"github.com/rdmago/rdmago/internal/rtnl"
-	"golang.org/x/sys/unix"
 )
 
 // rdmaTool runs iproute2's rdma: directly in a non-bare run, chrooted into
@@ -71,12 +68,6 @@ func snapshot(t *testing.T) string {
 	return b.String()
 }
 
-func ifinfomsg(index int32) []byte {
-	b := make([]byte, 16)
-	binary.NativeEndian.PutUint32(b[4:], uint32(index))
-	return b
-}
-
 // TestLabLinkAddDel creates a veth pair, adds an rxe link on it with
 // `rdmainfo link add`, checks it with iproute2's rdma, deletes it with
 // `rdmainfo link del`, removes the veth, and checks that everything is as
@@ -97,11 +88,7 @@ func TestLabLinkAddDel(t *testing.T) {
 		if vethGone {
 			return
 		}
-		if l, err := rc.LinkByName("rdt0"); err == nil {
-			nc, _ := netlink.Dial(unix.NETLINK_ROUTE)
-			nc.Execute(rtnl.RTM_DELLINK, 0, ifinfomsg(l.Index))
-			nc.Close()
-		}
+		rc.DelLink("rdt0")
 	}()
 	for _, n := range []string{"rdt0", "rdt1"} {
 		if err := rc.SetUp(n); err != nil {
@@ -155,16 +142,7 @@ func TestLabLinkAddDel(t *testing.T) {
 	if code, _, errs := cli("link", "del", "rdtest"); code != 1 || !strings.Contains(errs, `no RDMA device "rdtest"`) {
 		t.Errorf("second del: %d %q", code, errs)
 	}
-	l, err := rc.LinkByName("rdt0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := netlink.Dial(unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Execute(rtnl.RTM_DELLINK, 0, ifinfomsg(l.Index)); err != nil {
+	if err := rc.DelLink("rdt0"); err != nil {
 		t.Fatal(err)
 	}
 	vethGone = true

@@ -142,17 +142,15 @@ var absentWithoutVerbs = map[string]bool{
 	"max_res_rd_atom": true, "max_qp_init_rd_atom": true, "atomic_cap": true, "max_mw": true,
 	"max_ah": true, "max_srq": true, "max_srq_wr": true, "max_srq_sge": true, "max_pkeys": true,
 	"local_ca_ack_delay": true, "num_comp_vectors": true, "max_mtu": true, "active_mtu": true,
-	"max_msg_sz": true, "port_cap_flags2": true,
+	"max_msg_sz": true, "port_cap_flags2": true, "max_ee_rd_atom": true, "max_ee_init_rd_atom": true,
+	"max_ee": true, "max_rdd": true, "max_raw_ipv6_qp": true, "max_raw_ethy_qp": true, "max_mcast_grp": true,
+	"max_mcast_qp_attach": true, "max_total_mcast_qp_attach": true, "max_fmr": true, "max_vl_num": true,
+	"bad_pkey_cntr": true, "qkey_viol_cntr": true, "subnet_timeout": true, "init_type_reply": true,
 }
 
-// absentWithVerbs are the fields package uverbs does not return yet (its
-// DeviceAttr/PortAttr lack them), and the -v sections about ODP, TSO, RSS,
-// packet pacing and the extended capability flags.
+// absentWithVerbs are the -v sections rdmainfo does not print: ODP, TSO,
+// RSS, packet pacing and the extended capability flags.
 var absentWithVerbs = map[string]bool{
-	"max_ee_rd_atom": true, "max_ee_init_rd_atom": true, "max_ee": true, "max_rdd": true,
-	"max_raw_ipv6_qp": true, "max_raw_ethy_qp": true, "max_mcast_grp": true, "max_mcast_qp_attach": true,
-	"max_total_mcast_qp_attach": true, "max_fmr": true, "max_vl_num": true, "bad_pkey_cntr": true,
-	"qkey_viol_cntr": true, "subnet_timeout": true, "init_type_reply": true,
 	"device_cap_flags_ex": true, "device_cap_flags_ex names": true, "rc_odp_caps names": true,
 	"uc_odp_caps names": true, "ud_odp_caps names": true, "xrc_odp_caps names": true,
 	"max_wq_type_rq": true,

@@ -5,7 +5,6 @@ package devinfo
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,9 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"github.com/rdmago/rdmago/internal/netlink"
 	"github.com/rdmago/rdmago/internal/rtnl"
-	"golang.org/x/sys/unix"
 )
 
 // cTool returns a command running the host's C tool name (ibv_devinfo,
@@ -72,54 +69,13 @@ func setLinkUp(t *testing.T, name string, up bool) {
 	}
 	defer rc.Close()
 	if up {
-		if err := rc.SetUp(name); err != nil {
-			t.Fatal(err)
-		}
-		return
+		err = rc.SetUp(name)
+	} else {
+		err = rc.SetDown(name)
 	}
-	l, err := rc.LinkByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := netlink.Dial(unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Execute(rtnl.RTM_NEWLINK, 0, ifinfomsg(l.Index, 0, rtnl.IFF_UP)); err != nil {
-		t.Fatalf("set %s down: %v", name, err)
-	}
-}
-
-// delLink deletes a network interface (`ip link del NAME`).
-func delLink(t *testing.T, name string) {
-	t.Helper()
-	rc, err := rtnl.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	l, err := rc.LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := netlink.Dial(unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Execute(rtnl.RTM_DELLINK, 0, ifinfomsg(l.Index, 0, 0)); err != nil {
-		t.Fatalf("delete %s: %v", name, err)
-	}
-}
-
-// ifinfomsg encodes struct ifinfomsg (AF_UNSPEC).
-func ifinfomsg(index int32, flags, change uint32) []byte {
-	b := make([]byte, 16)
-	binary.NativeEndian.PutUint32(b[4:], uint32(index))
-	binary.NativeEndian.PutUint32(b[8:], flags)
-	binary.NativeEndian.PutUint32(b[12:], change)
-	return b
 }
 
 // waitFor polls cond every 50 ms for up to d.
@@ -134,10 +90,15 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// labNetdev is the netdev under the lab's rxe device.
-func labNetdev() string {
-	if n := os.Getenv("RDMALAB_NETDEV"); n != "" {
-		return n
+// labNetdev is the netdev under the lab's rxe device (labtest.Env.Netdev):
+// inside the lab it must be known; on another RDMA host the test is skipped.
+func labNetdev(t *testing.T, env labtest.Env) string {
+	t.Helper()
+	if env.Netdev == "" {
+		if labtest.InLab() {
+			t.Fatal("the lab did not set RDMALAB_NETDEV")
+		}
+		t.Skip("needs the lab's netdev (RDMALAB_NETDEV): run it with `go run ./cmd/rdmalab test ./internal/devinfo`")
 	}
-	return "v0"
+	return env.Netdev
 }

@@ -228,6 +228,15 @@ func widthString(w int) string {
 	return "invalid width"
 }
 
+// vlString is ibv_devinfo's name of a max_vl_num code: the number of data
+// VLs.
+func vlString(v uint8) string {
+	if s, ok := map[uint8]string{1: "1", 2: "2", 3: "4", 4: "8", 5: "15"}[v]; ok {
+		return s
+	}
+	return "invalid value"
+}
+
 func speedString(s int) string {
 	if v, ok := map[int]string{1: "2.5 Gbps", 2: "5.0 Gbps", 4: "10.0 Gbps", 8: "10.0 Gbps", 16: "14.0 Gbps",
 		32: "25.0 Gbps", 64: "50.0 Gbps", 128: "100.0 Gbps", 256: "200.0 Gbps"}[s]; ok {
@@ -339,26 +348,35 @@ func writeDeviceAttrs(w io.Writer, d DeviceInfo, col int) {
 	kv(w, 1, "max_qp", col, itoa(a.MaxQP))
 	kv(w, 1, "max_qp_wr", col, itoa(a.MaxQPWR))
 	writeCapFlags(w, a.DeviceCapFlags, col)
-	for _, f := range []struct {
+	type field struct {
 		k string
 		v int
-	}{
-		{"max_sge", a.MaxSGE}, {"max_sge_rd", a.MaxSGERD}, {"max_cq", a.MaxCQ}, {"max_cqe", a.MaxCQE},
-		{"max_mr", a.MaxMR}, {"max_pd", a.MaxPD}, {"max_qp_rd_atom", a.MaxQPRdAtom},
-		{"max_res_rd_atom", a.MaxResRdAtom}, {"max_qp_init_rd_atom", a.MaxQPInitRdAtom},
-	} {
-		kv(w, 1, f.k, col, itoa(f.v))
 	}
+	ints := func(fs ...field) {
+		for _, f := range fs {
+			kv(w, 1, f.k, col, itoa(f.v))
+		}
+	}
+	ints(field{"max_sge", a.MaxSGE}, field{"max_sge_rd", a.MaxSGERD}, field{"max_cq", a.MaxCQ},
+		field{"max_cqe", a.MaxCQE}, field{"max_mr", a.MaxMR}, field{"max_pd", a.MaxPD},
+		field{"max_qp_rd_atom", a.MaxQPRdAtom}, field{"max_ee_rd_atom", a.MaxEERdAtom},
+		field{"max_res_rd_atom", a.MaxResRdAtom}, field{"max_qp_init_rd_atom", a.MaxQPInitRdAtom},
+		field{"max_ee_init_rd_atom", a.MaxEEInitRdAtom})
 	kv(w, 1, "atomic_cap", col, atomicString(a.AtomicCap))
-	for _, f := range []struct {
-		k string
-		v int
-	}{
-		{"max_mw", a.MaxMW}, {"max_ah", a.MaxAH}, {"max_srq", a.MaxSRQ}, {"max_srq_wr", a.MaxSRQWR},
-		{"max_srq_sge", a.MaxSRQSGE}, {"max_pkeys", a.MaxPkeys}, {"local_ca_ack_delay", int(a.LocalCAAckDelay)},
-	} {
-		kv(w, 1, f.k, col, itoa(f.v))
+	ints(field{"max_ee", a.MaxEE}, field{"max_rdd", a.MaxRDD}, field{"max_mw", a.MaxMW},
+		field{"max_raw_ipv6_qp", a.MaxRawIPv6QP}, field{"max_raw_ethy_qp", a.MaxRawEthyQP},
+		field{"max_mcast_grp", a.MaxMcastGrp}, field{"max_mcast_qp_attach", a.MaxMcastQPAttach},
+		field{"max_total_mcast_qp_attach", a.MaxTotalMcastQPAttach}, field{"max_ah", a.MaxAH},
+		field{"max_fmr", a.MaxFMR})
+	// ibv_devinfo leaves out what a zero count makes meaningless.
+	if a.MaxFMR != 0 {
+		ints(field{"max_map_per_fmr", a.MaxMapPerFMR})
 	}
+	ints(field{"max_srq", a.MaxSRQ})
+	if a.MaxSRQ != 0 {
+		ints(field{"max_srq_wr", a.MaxSRQWR}, field{"max_srq_sge", a.MaxSRQSGE})
+	}
+	ints(field{"max_pkeys", a.MaxPkeys}, field{"local_ca_ack_delay", int(a.LocalCAAckDelay)})
 	kv(w, 1, "num_comp_vectors", col, itoa(d.Verbs.NumCompVectors))
 }
 
@@ -399,10 +417,17 @@ func writePort(w io.Writer, p sysfs.Port, pa *PortAttr, netdev string, verbose b
 		kv(w, 3, "port_cap_flags", col, fmt.Sprintf("0x%08x", capMask))
 		if pa != nil {
 			kv(w, 3, "port_cap_flags2", col, fmt.Sprintf("0x%04x", pa.PortCapFlags2))
+			kv(w, 3, "max_vl_num", col, fmt.Sprintf("%s (%d)", vlString(pa.MaxVLNum), pa.MaxVLNum))
+			kv(w, 3, "bad_pkey_cntr", col, fmt.Sprintf("0x%x", pa.BadPkeyCntr))
+			kv(w, 3, "qkey_viol_cntr", col, fmt.Sprintf("0x%x", pa.QkeyViolCntr))
 		}
 		kv(w, 3, "sm_sl", col, itoa(int(p.SMSL)))
 		kv(w, 3, "pkey_tbl_len", col, itoa(pkeys))
 		kv(w, 3, "gid_tbl_len", col, itoa(gids))
+		if pa != nil {
+			kv(w, 3, "subnet_timeout", col, itoa(int(pa.SubnetTimeout)))
+			kv(w, 3, "init_type_reply", col, itoa(int(pa.InitTypeReply)))
+		}
 		width, speed, ok := ParseRate(p.Rate)
 		if pa != nil {
 			width, speed, ok = int(pa.ActiveWidth), int(pa.ActiveSpeed), true

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,125 @@ func TestCountersFixtures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShowVerboseWithVerbs renders each lab capture with uverbs attributes
+// taken from the numbers its ibv_devinfo -v printed, and checks that
+// rdmainfo formats every one of them as ibv_devinfo does, leaves out only
+// the -v sections it does not print (absentWithVerbs), and prints the lines
+// in ibv_devinfo's order.
+func TestShowVerboseWithVerbs(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join("testdata", name, "ibv_devinfo-v.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps, err := parseDevinfo(string(ref))
+			if err != nil || len(dumps) != 1 {
+				t.Fatalf("ibv_devinfo -v: %d devices, %v", len(dumps), err)
+			}
+			s := &System{FS: sysfs.New(fixtureRoot(t, name)), Verbs: fixedVerbs{verbsFromDump(t, dumps[0])}}
+			infos, err := s.Show("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			WriteShow(&buf, infos, true)
+			n := compareDevinfo(t, buf.String(), string(ref), absentWithVerbs)
+			if n < 60 {
+				t.Errorf("only %d fields compared", n)
+			}
+			ours, theirs := keyOrder(buf.String()), keyOrder(string(ref))
+			if o, r := strings.Join(common(ours, theirs), " "), strings.Join(common(theirs, ours), " "); o != r {
+				t.Errorf("line order differs\nrdmainfo:    %s\nibv_devinfo: %s", o, r)
+			}
+			if t.Failed() {
+				t.Logf("rdmainfo:\n%s", buf.String())
+			}
+		})
+	}
+}
+
+type fixedVerbs struct{ v VerbsInfo }
+
+func (f fixedVerbs) Query(string) (VerbsInfo, error) { return f.v, nil }
+
+// verbsFromDump builds the uverbs answer from the numbers of an ibv_devinfo
+// dump: "0x1f", "42", or the code in parentheses ("PORT_ACTIVE (4)").
+func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
+	t.Helper()
+	num := func(m map[string]string, k string) uint64 {
+		t.Helper()
+		v, ok := m[k]
+		if !ok {
+			t.Fatalf("ibv_devinfo printed no %s", k)
+		}
+		if i := strings.LastIndexByte(v, '('); i >= 0 {
+			v = strings.TrimSuffix(v[i+1:], ")")
+		}
+		n, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", k, m[k], err)
+		}
+		return n
+	}
+	f := d.Fields
+	i := func(k string) int { return int(num(f, k)) }
+	a := DeviceAttr{
+		VendorID: uint32(num(f, "vendor_id")), VendorPartID: uint32(num(f, "vendor_part_id")),
+		HWVer: uint32(num(f, "hw_ver")), PhysPortCnt: i("phys_port_cnt"), MaxMRSize: num(f, "max_mr_size"),
+		PageSizeCap: num(f, "page_size_cap"), MaxQP: i("max_qp"), MaxQPWR: i("max_qp_wr"),
+		DeviceCapFlags: uint32(num(f, "device_cap_flags")), MaxSGE: i("max_sge"), MaxSGERD: i("max_sge_rd"),
+		MaxCQ: i("max_cq"), MaxCQE: i("max_cqe"), MaxMR: i("max_mr"), MaxPD: i("max_pd"),
+		MaxQPRdAtom: i("max_qp_rd_atom"), MaxEERdAtom: i("max_ee_rd_atom"), MaxResRdAtom: i("max_res_rd_atom"),
+		MaxQPInitRdAtom: i("max_qp_init_rd_atom"), MaxEEInitRdAtom: i("max_ee_init_rd_atom"),
+		AtomicCap: uint32(num(f, "atomic_cap")), MaxEE: i("max_ee"), MaxRDD: i("max_rdd"), MaxMW: i("max_mw"),
+		MaxRawIPv6QP: i("max_raw_ipv6_qp"), MaxRawEthyQP: i("max_raw_ethy_qp"), MaxMcastGrp: i("max_mcast_grp"),
+		MaxMcastQPAttach: i("max_mcast_qp_attach"), MaxTotalMcastQPAttach: i("max_total_mcast_qp_attach"),
+		MaxAH: i("max_ah"), MaxFMR: i("max_fmr"), MaxSRQ: i("max_srq"), MaxSRQWR: i("max_srq_wr"),
+		MaxSRQSGE: i("max_srq_sge"), MaxPkeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
+	}
+	v := VerbsInfo{Device: a, NumCompVectors: i("num_comp_vectors")}
+	for pi, p := range d.Ports {
+		u8 := func(k string) uint8 { return uint8(num(p, k)) }
+		v.Ports = append(v.Ports, PortAttr{
+			Port: pi + 1, State: u8("state"), MaxMTU: u8("max_mtu"), ActiveMTU: u8("active_mtu"),
+			GIDTblLen: int(num(p, "gid_tbl_len")), PortCapFlags: uint32(num(p, "port_cap_flags")),
+			PortCapFlags2: uint16(num(p, "port_cap_flags2")), MaxMsgSz: uint32(num(p, "max_msg_sz")),
+			MaxVLNum: u8("max_vl_num"), BadPkeyCntr: uint32(num(p, "bad_pkey_cntr")),
+			QkeyViolCntr: uint32(num(p, "qkey_viol_cntr")), PkeyTblLen: int(num(p, "pkey_tbl_len")),
+			SubnetTimeout: u8("subnet_timeout"), InitTypeReply: u8("init_type_reply"),
+			LID: uint16(num(p, "port_lid")), SMLID: uint16(num(p, "sm_lid")), LMC: u8("port_lmc"),
+			ActiveWidth: u8("active_width"), ActiveSpeed: u8("active_speed"), PhysState: u8("phys_state"),
+			LinkLayer: 2,
+		})
+	}
+	return v
+}
+
+// keyOrder lists the keys of an ibv_devinfo-style dump in the order printed.
+func keyOrder(text string) []string {
+	var keys []string
+	for _, l := range strings.Split(text, "\n") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(l), ":"); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// common returns the elements of a that b contains, in a's order.
+func common(a, b []string) []string {
+	in := map[string]bool{}
+	for _, k := range b {
+		in[k] = true
+	}
+	var out []string
+	for _, k := range a {
+		if in[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }

@@ -19,34 +19,45 @@ type VerbsInfo struct {
 // DeviceAttr is the part of struct ibv_device_attr package uverbs returns,
 // named as ibv_devinfo -v prints it.
 type DeviceAttr struct {
-	FWVer            uint64 `json:"fw_ver"` // raw; see FWString
-	VendorID         uint32 `json:"vendor_id"`
-	VendorPartID     uint32 `json:"vendor_part_id"`
-	HWVer            uint32 `json:"hw_ver"`
-	PhysPortCnt      int    `json:"phys_port_cnt"`
-	MaxMRSize        uint64 `json:"max_mr_size"`
-	PageSizeCap      uint64 `json:"page_size_cap"`
-	MaxQP            int    `json:"max_qp"`
-	MaxQPWR          int    `json:"max_qp_wr"`
-	DeviceCapFlags   uint32 `json:"device_cap_flags"`
-	MaxSGE           int    `json:"max_sge"`
-	MaxSGERD         int    `json:"max_sge_rd"`
-	MaxCQ            int    `json:"max_cq"`
-	MaxCQE           int    `json:"max_cqe"`
-	MaxMR            int    `json:"max_mr"`
-	MaxPD            int    `json:"max_pd"`
-	MaxQPRdAtom      int    `json:"max_qp_rd_atom"`
-	MaxResRdAtom     int    `json:"max_res_rd_atom"`
-	MaxQPInitRdAtom  int    `json:"max_qp_init_rd_atom"`
-	AtomicCap        uint32 `json:"atomic_cap"`
-	MaxMW            int    `json:"max_mw"`
-	MaxAH            int    `json:"max_ah"`
-	MaxSRQ           int    `json:"max_srq"`
-	MaxSRQWR         int    `json:"max_srq_wr"`
-	MaxSRQSGE        int    `json:"max_srq_sge"`
-	MaxPkeys         int    `json:"max_pkeys"`
-	LocalCAAckDelay  uint8  `json:"local_ca_ack_delay"`
-	DeviceCapFlagsEx uint64 `json:"device_cap_flags_ex,omitempty"`
+	FWVer                 uint64 `json:"fw_ver"` // raw; see FWString
+	VendorID              uint32 `json:"vendor_id"`
+	VendorPartID          uint32 `json:"vendor_part_id"`
+	HWVer                 uint32 `json:"hw_ver"`
+	PhysPortCnt           int    `json:"phys_port_cnt"`
+	MaxMRSize             uint64 `json:"max_mr_size"`
+	PageSizeCap           uint64 `json:"page_size_cap"`
+	MaxQP                 int    `json:"max_qp"`
+	MaxQPWR               int    `json:"max_qp_wr"`
+	DeviceCapFlags        uint32 `json:"device_cap_flags"`
+	MaxSGE                int    `json:"max_sge"`
+	MaxSGERD              int    `json:"max_sge_rd"`
+	MaxCQ                 int    `json:"max_cq"`
+	MaxCQE                int    `json:"max_cqe"`
+	MaxMR                 int    `json:"max_mr"`
+	MaxPD                 int    `json:"max_pd"`
+	MaxQPRdAtom           int    `json:"max_qp_rd_atom"`
+	MaxEERdAtom           int    `json:"max_ee_rd_atom"`
+	MaxResRdAtom          int    `json:"max_res_rd_atom"`
+	MaxQPInitRdAtom       int    `json:"max_qp_init_rd_atom"`
+	MaxEEInitRdAtom       int    `json:"max_ee_init_rd_atom"`
+	AtomicCap             uint32 `json:"atomic_cap"`
+	MaxEE                 int    `json:"max_ee"`
+	MaxRDD                int    `json:"max_rdd"`
+	MaxMW                 int    `json:"max_mw"`
+	MaxRawIPv6QP          int    `json:"max_raw_ipv6_qp"`
+	MaxRawEthyQP          int    `json:"max_raw_ethy_qp"`
+	MaxMcastGrp           int    `json:"max_mcast_grp"`
+	MaxMcastQPAttach      int    `json:"max_mcast_qp_attach"`
+	MaxTotalMcastQPAttach int    `json:"max_total_mcast_qp_attach"`
+	MaxAH                 int    `json:"max_ah"`
+	MaxFMR                int    `json:"max_fmr"`
+	MaxMapPerFMR          int    `json:"max_map_per_fmr"`
+	MaxSRQ                int    `json:"max_srq"`
+	MaxSRQWR              int    `json:"max_srq_wr"`
+	MaxSRQSGE             int    `json:"max_srq_sge"`
+	MaxPkeys              int    `json:"max_pkeys"`
+	LocalCAAckDelay       uint8  `json:"local_ca_ack_delay"`
+	DeviceCapFlagsEx      uint64 `json:"device_cap_flags_ex,omitempty"`
 }
 
 // PortAttr is the part of struct ibv_port_attr package uverbs returns.
@@ -59,7 +70,12 @@ type PortAttr struct {
 	PortCapFlags  uint32 `json:"port_cap_flags"`
 	PortCapFlags2 uint16 `json:"port_cap_flags2"`
 	MaxMsgSz      uint32 `json:"max_msg_sz"`
+	MaxVLNum      uint8  `json:"max_vl_num"` // 1, 2, 3, 4, 5: 1, 2, 4, 8, 15 data VLs
+	BadPkeyCntr   uint32 `json:"bad_pkey_cntr"`
+	QkeyViolCntr  uint32 `json:"qkey_viol_cntr"`
 	PkeyTblLen    int    `json:"pkey_tbl_len"`
+	SubnetTimeout uint8  `json:"subnet_timeout"`
+	InitTypeReply uint8  `json:"init_type_reply"`
 	LID           uint16 `json:"lid"`
 	SMLID         uint16 `json:"sm_lid"`
 	LMC           uint8  `json:"lmc"`

@@ -34,6 +34,10 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 			MaxQPRdAtom: a.MaxQPRdAtom, MaxResRdAtom: a.MaxResRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom,
 			AtomicCap: a.AtomicCap, MaxMW: a.MaxMW, MaxAH: a.MaxAH, MaxSRQ: a.MaxSRQ, MaxSRQWR: a.MaxSRQWR,
 			MaxSRQSGE: a.MaxSRQSGE, MaxPkeys: a.MaxPkeys, LocalCAAckDelay: a.LocalCAAckDelay,
+			MaxEERdAtom: a.MaxEERdAtom, MaxEEInitRdAtom: a.MaxEEInitRdAtom, MaxEE: a.MaxEE, MaxRDD: a.MaxRDD,
+			MaxRawIPv6QP: a.MaxRawIPv6QP, MaxRawEthyQP: a.MaxRawEthyQP, MaxMcastGrp: a.MaxMcastGrp,
+			MaxMcastQPAttach: a.MaxMcastQPAttach, MaxTotalMcastQPAttach: a.MaxTotalMcastQPAttach,
+			MaxFMR: a.MaxFMR, MaxMapPerFMR: a.MaxMapPerFMR,
 		},
 	}
 	for p := 1; p <= a.PhysPortCnt; p++ {
@@ -46,7 +50,8 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 			GIDTblLen: pa.GIDTblLen, PortCapFlags: pa.PortCapFlags, PortCapFlags2: pa.PortCapFlags2,
 			MaxMsgSz: pa.MaxMsgSz, PkeyTblLen: pa.PkeyTblLen, LID: pa.LID, SMLID: pa.SMLID, LMC: pa.LMC,
 			ActiveWidth: pa.ActiveWidth, ActiveSpeed: pa.ActiveSpeed, PhysState: pa.PhysState,
-			LinkLayer: uint8(pa.LinkLayer),
+			LinkLayer: uint8(pa.LinkLayer), MaxVLNum: pa.MaxVLNum, BadPkeyCntr: pa.BadPkeyCntr,
+			QkeyViolCntr: pa.QkeyViolCntr, SubnetTimeout: pa.SubnetTimeout, InitTypeReply: pa.InitTypeReply,
 		})
 	}
 	return info, nil
