@@ -255,7 +255,12 @@ func (c *Conn) setupVerbs() error {
 		return err
 	}
 	c.local, c.remote, c.port = info.Local, info.Remote, info.Port
-	dev, err := acquireDevice(info)
+	var dev *device
+	if o.PD != nil {
+		dev, err = callerDevice(info, o.PD.Context())
+	} else {
+		dev, err = acquireDevice(info)
+	}
 	if err != nil {
 		return err
 	}
@@ -263,9 +268,6 @@ func (c *Conn) setupVerbs() error {
 	o.logf("verbs: device %s (index %d, node GUID %s) port %d; local %v, remote %v", dev.name, info.DevIndex, guidString(info.NodeGUID), info.Port, c.local, c.remote)
 	ctx := dev.ctx
 	if o.PD != nil {
-		if o.PD.Context() != ctx {
-			return fmt.Errorf("cm: Options.PD is on %s, but the connection resolved to %s: %w", o.PD.Context().Device().Name, dev.name, ErrNoDevice)
-		}
 		c.pd = o.PD
 	} else {
 		if c.pd, err = ctx.AllocPD(); err != nil {
@@ -410,8 +412,8 @@ func (c *Conn) established() {
 
 // onEvent runs on the channel goroutine for the events of an established
 // connection: a DISCONNECTED or DEVICE_REMOVAL ends it, moves the QP to
-// the error state (so outstanding work flushes and a waiting reader wakes)
-// and closes Done.
+// the error state (so outstanding work flushes and a waiting reader wakes),
+// answers a peer's disconnect request, and closes Done.
 func (c *Conn) onEvent(ev Event) {
 	switch ev.Type {
 	case abi.RDMA_CM_EVENT_DISCONNECTED, abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -441,6 +443,13 @@ func (c *Conn) onEvent(ev Event) {
 		c.qp.ModifyToErr()
 	}
 	c.qpMu.Unlock()
+	if ev.Type == abi.RDMA_CM_EVENT_DISCONNECTED && !closing && !c.ud {
+		// Answer the peer's DREQ with a DREP now, as a TCP stack ACKs a
+		// FIN: the peer's Close then completes without waiting for this
+		// side's Close (the IB CM sends the DREP only on rdma_disconnect
+		// or destroy).
+		c.id.Disconnect()
+	}
 }
 
 // Done is closed when the connection ends by the peer's disconnect or the
