@@ -426,17 +426,21 @@ func (c *Conn) onEvent(ev Event) {
 	if first {
 		c.doneErr = eventError("connection", c.remote.String(), ev)
 		close(c.done)
+	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
+		// The removal may make the peer (on the same device) disconnect
+		// first; the removal is what the caller must act on.
+		c.doneErr = eventError("connection", c.remote.String(), ev)
 	}
 	closing := c.closedFlag
 	c.stateMu.Unlock()
+	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
+		c.dev.markDead()
+	}
 	if !first {
 		return
 	}
 	if !closing {
 		c.o.logf("rdma_cm: event %v: the connection ended", ev)
-	}
-	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
-		c.dev.markDead()
 	}
 	c.qpMu.Lock()
 	if c.qp != nil && !c.qpGone {
@@ -457,8 +461,9 @@ func (c *Conn) onEvent(ev Event) {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err returns why Done was closed: an *EventError for DISCONNECTED
-// (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved), ErrClosed after
-// Close, or nil while the connection is up.
+// (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved; it replaces a
+// DISCONNECTED that came first), ErrClosed after Close, or nil while the
+// connection is up.
 func (c *Conn) Err() error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
