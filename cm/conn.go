@@ -567,7 +567,7 @@ func (c *Conn) close() error {
 	deadline := time.Now().Add(c.o.CloseTimeout)
 	if estab && !c.ud {
 		c.qpMu.Lock()
-		if !c.qpGone {
+		if c.qp != nil && !c.qpGone {
 			if err := c.qp.ModifyToErr(); err != nil && !ended {
 				errs = append(errs, err)
 			}
