@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,7 +94,7 @@ func (r *resources) unmap(b []byte) error {
 	r.mu.Lock()
 	delete(r.maps, unsafe.SliceData(b))
 	r.mu.Unlock()
-	return unix.Munmap(b)
+	return sys.Munmap(b)
 }
 
 func (r *resources) addPin(p *runtime.Pinner) {
@@ -113,7 +114,7 @@ func (r *resources) release() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.maps {
-		unix.Munmap(b)
+		sys.Munmap(b)
 	}
 	clear(r.maps)
 	for p := range r.pins {
@@ -121,7 +122,7 @@ func (r *resources) release() {
 	}
 	clear(r.pins)
 	if r.fd >= 0 {
-		unix.Close(r.fd)
+		sys.Close(r.fd)
 		r.fd = -1
 	}
 }
@@ -166,7 +167,7 @@ func OpenDevice(d Device) (*Context, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", d.Name, err)
 	}
-	fd, err := unix.Open(d.Path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := sys.Open(d.Path)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("open %s: %w (the uverbs device needs read-write access: check its permissions or the rdma group)", d.Path, err)
@@ -241,11 +242,26 @@ func (c *Context) Close() error {
 	c.cmdMu.Lock()
 	c.mu.Lock()
 	c.closed = true
+	// Objects whose destroy failed die with the fd: none may keep pointing
+	// into the mappings released below.
+	var left []object
+	for k := range c.objs {
+		for o := range c.objs[k] {
+			left = append(left, o)
+		}
+		clear(c.objs[k])
+	}
+	clear(c.byHandle)
 	c.mu.Unlock()
 	c.cleanup.Stop()
 	c.res.release() // closes the fd
 	c.fd = -1
 	c.cmdMu.Unlock()
+	for _, o := range left {
+		if a, ok := o.(interface{ abandon() }); ok {
+			a.abandon()
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -298,7 +314,7 @@ func (c *Context) write(command uint32, req []byte, resp unsafe.Pointer, respLen
 	if c.closed {
 		return ErrClosed
 	}
-	n, err := unix.Write(c.fd, buf)
+	n, err := sys.Write(c.fd, buf)
 	if err != nil {
 		return err
 	}
@@ -329,7 +345,7 @@ func (c *Context) writeEx(command uint32, core, drv []byte, resp unsafe.Pointer,
 	if c.closed {
 		return ErrClosed
 	}
-	if _, err := unix.Write(c.fd, buf); err != nil {
+	if _, err := sys.Write(c.fd, buf); err != nil {
 		return err
 	}
 	return nil
@@ -363,12 +379,9 @@ func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
 	if c.closed {
 		return ErrClosed
 	}
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(c.fd), uintptr(abi.RDMA_VERBS_IOCTL), uintptr(unsafe.Pointer(b)))
+	err := sys.Ioctl(c.fd, abi.RDMA_VERBS_IOCTL, unsafe.Pointer(b))
 	copy(attrs, b.attrs[:len(attrs)])
-	if e != 0 {
-		return e
-	}
-	return nil
+	return err
 }
 
 // noIoctl reports whether an ioctl failure means "use write() instead":
@@ -425,14 +438,14 @@ func (c *Context) getContext() (int, error) {
 type eventFile struct {
 	f  *os.File
 	rc syscall.RawConn
+	mu sync.Mutex // one reader at a time: reads share the file's deadline
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
+	if err := sys.PrepareEventFD(fd); err != nil {
+		sys.Close(fd)
 		return nil, fmt.Errorf("%s: set non-blocking: %w", name, err)
 	}
-	unix.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), filepath.Join("uverbs", name))
 	rc, err := f.SyscallConn()
 	if err != nil {

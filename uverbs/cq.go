@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"
 )
@@ -111,7 +112,7 @@ func (c *Context) mapQueue(mi abi.MMInfo) ([]byte, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
-	mem, err := unix.Mmap(c.fd, int64(mi.Offset), int(mi.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := sys.MmapShared(c.fd, int64(mi.Offset), int(mi.Size))
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes at cookie %#x: %w", mi.Size, mi.Offset, err)
 	}
@@ -239,4 +240,12 @@ func (cq *CQ) Close() error {
 		return fmt.Errorf("destroy cq: unmap ring: %w", err)
 	}
 	return nil
+}
+
+// abandon forgets the ring without system calls (see QP.abandon).
+func (cq *CQ) abandon() {
+	cq.mu.Lock()
+	cq.closed = true
+	cq.mem, cq.ring = nil, rxe.CQ{}
+	cq.mu.Unlock()
 }

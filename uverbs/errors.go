@@ -5,6 +5,7 @@ package uverbs
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/sys"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,13 +46,12 @@ func memlockHint(err error, length int) error {
 	if !errors.Is(err, unix.ENOMEM) {
 		return err
 	}
-	var lim unix.Rlimit
 	limit := "unknown"
-	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil {
-		if lim.Cur == unix.RLIM_INFINITY {
+	if cur, unlimited, err := sys.MemlockLimit(); err == nil {
+		if unlimited {
 			limit = "unlimited"
 		} else {
-			limit = fmt.Sprintf("%d bytes", lim.Cur)
+			limit = fmt.Sprintf("%d bytes", cur)
 		}
 	}
 	return fmt.Errorf("%w (registering %d bytes pins them and counts against RLIMIT_MEMLOCK, currently %s: raise it with `ulimit -l`, setrlimit(RLIMIT_MEMLOCK) or CAP_IPC_LOCK)", err, length, limit)

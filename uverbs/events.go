@@ -12,12 +12,15 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
 // read reads one event record into buf, parking the goroutine on the Go
 // netpoller until the kernel has one or ctx is done.
 func (e *eventFile) read(ctx context.Context, buf []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -29,7 +32,7 @@ func (e *eventFile) read(ctx context.Context, buf []byte) error {
 		var n int
 		var rerr error
 		err := e.rc.Read(func(fd uintptr) bool {
-			n, rerr = unix.Read(int(fd), buf)
+			n, rerr = sys.Read(int(fd), buf)
 			return rerr != unix.EAGAIN
 		})
 		stop()

@@ -59,7 +59,7 @@ func fakeQP(typ QPType, sendWR, recvWR, sge, inline int) *QP {
 	qp := &QP{typ: typ, num: 0x11, cap: QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sge, MaxRecvSGE: sge, MaxInlineData: inline}}
 	qp.sq = rxe.SendQueue{Q: rxe.NewMemQueue(sendWR, slot), MaxSGE: sge, MaxInline: inline, UD: typ == QPTypeUD}
 	qp.rq = rxe.RecvQueue{Q: rxe.NewMemQueue(recvWR, rxe.RecvWQEHeader+sge*16), MaxSGE: sge}
-	qp.ring = func() error { qp.doorbells++; return nil }
+	qp.ring = func() error { qp.doorbells.Add(1); return nil }
 	qp.state.Store(uint32(QPSRTS))
 	return qp
 }

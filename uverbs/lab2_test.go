@@ -393,3 +393,34 @@ func TestLabNewOpcodes(t *testing.T) {
 		t.Errorf("flush completion: %+v %v", wc, wc.Err())
 	}
 }
+
+func TestLabDrain(t *testing.T) {
+	e := requireLab(t)
+	c := openLab(t, e)
+	a, b := rcPair(t, c, e, epOpts{})
+	for i := 0; i < 5; i++ {
+		if err := b.qp.PostRecv(RecvWR{ID: uint64(100 + i), SGL: []SGE{b.mr.SGE(0, 64)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One receive is used; four are outstanding when b is drained.
+	if err := a.qp.PostSend(SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{a.mr.SGE(0, 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	a.wait(t, 1)
+	wcs, err := b.qp.Drain(tctx(t, 20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushes := 0
+	for _, wc := range wcs {
+		if wc.IsFlush() {
+			flushes++
+		} else if wc.Err() != nil || wc.WRID != 100 {
+			t.Errorf("unexpected completion %+v", wc)
+		}
+	}
+	if len(wcs) != 5 || flushes != 4 {
+		t.Errorf("drain returned %d completions, %d flushes; want 5 and 4: %+v", len(wcs), flushes, wcs)
+	}
+}

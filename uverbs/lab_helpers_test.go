@@ -19,7 +19,7 @@ type labEnv struct {
 	nodes int
 }
 
-func requireLab(t *testing.T) labEnv {
+func requireLab(t testing.TB) labEnv {
 	t.Helper()
 	e := labtest.Require(t)
 	le := labEnv{Env: e, nodes: 1}
@@ -36,7 +36,7 @@ func requireLab(t *testing.T) labEnv {
 	return le
 }
 
-func openLab(t *testing.T, e labEnv) *Context {
+func openLab(t testing.TB, e labEnv) *Context {
 	t.Helper()
 	c, err := Open(e.Dev)
 	if err != nil {
@@ -50,7 +50,7 @@ func openLab(t *testing.T, e labEnv) *Context {
 	return c
 }
 
-func tctx(t *testing.T, d time.Duration) context.Context {
+func tctx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -75,7 +75,7 @@ type epOpts struct {
 	channel *CompChannel
 }
 
-func newEndpoint(t *testing.T, c *Context, pd *PD, e labEnv, o epOpts) *endpoint {
+func newEndpoint(t testing.TB, c *Context, pd *PD, e labEnv, o epOpts) *endpoint {
 	t.Helper()
 	if o.typ == 0 {
 		o.typ = QPTypeRC
@@ -134,7 +134,7 @@ func (ep *endpoint) connectOpts() *ConnectOpts {
 
 // rcPair makes two connected RC endpoints on one device (rxe loops packets to
 // its own address back).
-func rcPair(t *testing.T, c *Context, e labEnv, o epOpts) (*endpoint, *endpoint) {
+func rcPair(t testing.TB, c *Context, e labEnv, o epOpts) (*endpoint, *endpoint) {
 	t.Helper()
 	pd, err := c.AllocPD()
 	if err != nil {
@@ -153,7 +153,7 @@ func rcPair(t *testing.T, c *Context, e labEnv, o epOpts) (*endpoint, *endpoint)
 
 // wait polls ep's CQ for n completions and fails the test on a timeout or
 // any unsuccessful one.
-func (ep *endpoint) wait(t *testing.T, n int) []WC {
+func (ep *endpoint) wait(t testing.TB, n int) []WC {
 	t.Helper()
 	wcs := ep.waitAny(t, n)
 	for _, wc := range wcs {
@@ -164,7 +164,7 @@ func (ep *endpoint) wait(t *testing.T, n int) []WC {
 	return wcs
 }
 
-func (ep *endpoint) waitAny(t *testing.T, n int) []WC {
+func (ep *endpoint) waitAny(t testing.TB, n int) []WC {
 	t.Helper()
 	wcs := make([]WC, n)
 	got, err := ep.cq.PollN(tctx(t, 20*time.Second), wcs, n)

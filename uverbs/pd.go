@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -182,7 +183,7 @@ func AllocBuffer(n int) (*Buffer, error) {
 	}
 	ps := os.Getpagesize()
 	size := (n + ps - 1) &^ (ps - 1)
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := sys.MmapAnon(size)
 	if err != nil {
 		return nil, fmt.Errorf("alloc buffer of %d bytes: mmap: %w", n, err)
 	}
@@ -200,7 +201,7 @@ func (b *Buffer) Close() error {
 	if b.mem == nil {
 		return nil
 	}
-	err := unix.Munmap(b.mem[:cap(b.mem)])
+	err := sys.Munmap(b.mem[:cap(b.mem)])
 	b.mem = nil
 	if err != nil {
 		return fmt.Errorf("free buffer: %w", err)

@@ -3,13 +3,16 @@
 package uverbs
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"
 )
@@ -63,7 +66,7 @@ type QP struct {
 	db        *doorbell
 	pin       *runtime.Pinner
 	ring      func() error // rings the doorbell; tests replace it
-	doorbells uint64
+	doorbells atomic.Uint64
 	state     atomic.Uint32 // QPState as last set by Modify
 
 	flushOK       bool
@@ -189,8 +192,8 @@ func (qp *QP) setup(drv *abi.RxeCreateQPResp) error {
 
 // writeDoorbell is the doorbell: one write(2) of the preallocated command.
 func (qp *QP) writeDoorbell() error {
-	n, err := unix.Write(qp.fd, abi.Bytes(&qp.db.req))
-	qp.doorbells++
+	n, err := sys.Write(qp.fd, abi.Bytes(&qp.db.req))
+	qp.doorbells.Add(1)
 	if err != nil {
 		return err
 	}
@@ -215,7 +218,7 @@ func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
 
 // Doorbells counts the doorbell write(2) calls made for this QP: one per
 // successful PostSend call, whatever the number of work requests in it.
-func (qp *QP) Doorbells() uint64 { return qp.doorbells }
+func (qp *QP) Doorbells() uint64 { return qp.doorbells.Load() }
 
 // SendCQ and RecvCQ are the QP's completion queues.
 func (qp *QP) SendCQ() *CQ { return qp.sendCQ }
@@ -463,4 +466,62 @@ func (qp *QP) Close() error {
 		return fmt.Errorf("destroy qp %#x: unmap rings: %w", qp.num, err)
 	}
 	return nil
+}
+
+// Drain is the teardown idiom: it moves the QP to the error state and polls
+// its CQs until every work request still in its rings has come back — as a
+// flush (IBV_WC_WR_FLUSH_ERR, see WC.IsFlush) or with whatever it completed
+// with first — or until ctx is done. It returns the completions polled, which
+// include other QPs' if they share the CQs. Nobody else may poll those CQs
+// meanwhile.
+func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
+	if err := qp.ModifyToErr(); err != nil {
+		return nil, fmt.Errorf("drain: %w", err)
+	}
+	var out []WC
+	buf := make([]WC, 32)
+	poll := func() int {
+		n := qp.sendCQ.Poll(buf)
+		out = append(out, buf[:n]...)
+		if qp.recvCQ != qp.sendCQ {
+			m := qp.recvCQ.Poll(buf)
+			out = append(out, buf[:m]...)
+			n += m
+		}
+		return n
+	}
+	// The kernel frees a ring slot just before it posts the completion, so
+	// once the rings are empty keep polling until the CQs stay quiet briefly.
+	var quietSince time.Time
+	for {
+		n := poll()
+		empty := qp.sq.Q == nil || qp.sq.Q.Empty()
+		if qp.rq.Q != nil && !qp.rq.Q.Empty() {
+			empty = false
+		}
+		switch {
+		case !empty || n > 0:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = time.Now()
+		case time.Since(quietSince) > 5*time.Millisecond:
+			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("drain qp %#x: %w", qp.num, err)
+		}
+		if n == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+// abandon forgets the rings without system calls; the Context's fd is being
+// closed and with it every kernel object.
+func (qp *QP) abandon() {
+	qp.mu.Lock()
+	qp.closed = true
+	qp.sq, qp.rq = rxe.SendQueue{}, rxe.RecvQueue{}
+	qp.sqMem, qp.rqMem = nil, nil
+	qp.mu.Unlock()
 }

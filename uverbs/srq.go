@@ -181,3 +181,11 @@ func (s *SRQ) Close() error {
 	}
 	return nil
 }
+
+// abandon forgets the ring without system calls (see QP.abandon).
+func (s *SRQ) abandon() {
+	s.mu.Lock()
+	s.closed = true
+	s.mem, s.rq = nil, rxe.RecvQueue{}
+	s.mu.Unlock()
+}

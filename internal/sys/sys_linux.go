@@ -1,0 +1,69 @@
+// Copyright 2026 The rdmago Authors.
+
+// Package sys holds the raw system calls of package uverbs: thin wrappers over
+// golang.org/x/sys/unix, so the verbs code reads as verbs and every place that
+// enters the kernel is in one file. None of them allocates on success, and
+// errors are bare unix.Errno values for the caller to wrap with the operation.
+package sys
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open opens a character device read-write, close-on-exec.
+func Open(path string) (int, error) { return unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0) }
+
+// Close closes fd.
+func Close(fd int) error { return unix.Close(fd) }
+
+// Write is write(2); the uverbs command interface and the rxe doorbell.
+func Write(fd int, b []byte) (int, error) { return unix.Write(fd, b) }
+
+// Read is read(2); event records of completion channels and async event fds.
+func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
+
+// Ioctl is ioctl(2) with a pointer argument (RDMA_VERBS_IOCTL). arg must point
+// to memory that stays valid and in place for the call.
+func Ioctl(fd int, req uint32, arg unsafe.Pointer) error {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(arg))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// MmapShared maps size bytes of fd at offset read-write and shared: how the
+// rxe queues are mapped (offset is the kernel's mmap cookie).
+func MmapShared(fd int, offset int64, size int) ([]byte, error) {
+	return unix.Mmap(fd, offset, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+}
+
+// MmapAnon maps size bytes of zeroed private anonymous memory.
+func MmapAnon(size int) ([]byte, error) {
+	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+}
+
+// Munmap unmaps a mapping made by MmapShared or MmapAnon (the whole slice).
+func Munmap(b []byte) error { return unix.Munmap(b) }
+
+// PrepareEventFD makes an event fd non-blocking and close-on-exec, ready for
+// os.NewFile to put it on the netpoller.
+func PrepareEventFD(fd int) error {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return err
+	}
+	unix.CloseOnExec(fd)
+	return nil
+}
+
+// MemlockLimit is the soft RLIMIT_MEMLOCK in bytes; unlimited reports
+// RLIM_INFINITY.
+func MemlockLimit() (cur uint64, unlimited bool, err error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+		return 0, false, err
+	}
+	return lim.Cur, lim.Cur == unix.RLIM_INFINITY, nil
+}
