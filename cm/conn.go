@@ -667,8 +667,16 @@ func (c *Conn) teardown(deadline time.Time) error {
 		}
 		c.qpMu.Unlock()
 		if c.ownCQs {
-			if n := c.drain(deadline); n > 0 {
-				c.o.logf("verbs: drained %d flushed completions", n)
+			// Nobody else polls the CQs this connection owns: collect the
+			// flushes of whatever work is still in the rings.
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			wcs, err := c.qp.Drain(ctx)
+			cancel()
+			if len(wcs) > 0 {
+				c.o.logf("verbs: drained %d completions (flushed work)", len(wcs))
+			}
+			if err != nil {
+				c.o.logf("verbs: %v", err)
 			}
 		}
 		c.qpMu.Lock()
@@ -712,31 +720,6 @@ func (c *Conn) teardown(deadline time.Time) error {
 	}
 	c.release()
 	return errors.Join(errs...)
-}
-
-// drain polls the CQs the connection owns until they stay empty for a
-// moment (the flushes of a QP in the error state arrive quickly) or the
-// deadline passes. It returns how many completions it discarded.
-func (c *Conn) drain(deadline time.Time) int {
-	var wcs [16]uverbs.WC
-	n := 0
-	quiet := time.Now()
-	for time.Now().Before(deadline) {
-		k := c.sendCQ.Poll(wcs[:])
-		if c.recvCQ != c.sendCQ {
-			k += c.recvCQ.Poll(wcs[:])
-		}
-		n += k
-		if k > 0 {
-			quiet = time.Now()
-			continue
-		}
-		if time.Since(quiet) > 5*time.Millisecond {
-			break
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	return n
 }
 
 // NewAH creates an address handle to the peer of the connection's ID (for
