@@ -70,7 +70,7 @@ type Conn struct {
 // run Options.Setup, send the request, and on CONNECT_RESPONSE move the QP
 // to RTR and RTS and send the RTU. Failures are *EventError values naming
 // the event: ErrNoListener/ErrRejected, ErrUnreachable, ErrAddrResolution,
-// ErrRouteResolution. It needs Linux 4.x+ with rdma_ucm (tested on 6.1 and
+// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with rdma_ucm (tested on 6.1 and
 // 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	dst, err := resolveAddrPort(ctx, addr)
@@ -360,11 +360,6 @@ func (c *Conn) modify(state uverbs.QPState, adjust func(*uverbs.QPAttr)) error {
 	attr, mask, err := qpAttrFromABI(&a)
 	if err != nil {
 		return err
-	}
-	if mask&uverbs.QPAttrAV != 0 {
-		// On InfiniBand librdmacm clears bits 21-23 (a kernel bug); they are
-		// above the legacy mask qpAttrFromABI keeps, so nothing to do.
-		_ = mask
 	}
 	if adjust != nil {
 		adjust(&attr)
