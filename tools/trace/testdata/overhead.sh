@@ -70,7 +70,7 @@ traced() {
 	kill -TERM $tpid
 	wait $tpid || true
 	echo "$r"
-	echo "  [$(wc -l <"$work/trace.out") lines of rdmatrace $*; probes: $(grep -c attached "$work/trace.err" || true) lines attached]" >&2
+	echo "  [$(wc -l <"$work/trace.out") lines of rdmatrace $*; $(grep -c skipped "$work/trace.err" || true) probes skipped]" >&2
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
