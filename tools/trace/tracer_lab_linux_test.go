@@ -287,6 +287,7 @@ func TestLabRping(t *testing.T) {
 		}
 	}
 	t.Logf("%d events; first 60:\n  %s", len(evs), strings.Join(lines[:min(60, len(lines))], "\n  "))
+	t.Logf("rping's sequence of first uses (compare TestLabRdmago):\n  %s", strings.Join(opSequence(f, evs), "\n  "))
 	for _, want := range []string{"ucma CREATE_ID", "ucma LISTEN", "ucma CONNECT", "ucma ACCEPT", "ucma GET_EVENT",
 		"ucma DISCONNECT", "ucma DESTROY_ID", "uverbs REG_MR", "uverbs POST_SEND", "uverbs REQ_NOTIFY_CQ",
 		"uverbs MODIFY_QP", "uverbs mmap", "cm CONNECT_REQUEST", "cm ESTABLISHED", "cm DISCONNECTED"} {

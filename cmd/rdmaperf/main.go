@@ -1,0 +1,48 @@
+// Copyright 2026 The rdmago Authors.
+
+// Command rdmaperf is perftest (ib_write_bw, ib_read_lat, ...) in pure Go on
+// package uverbs: the same tests, flags, algorithms and table layout, so its
+// figures read side by side with the C tools'. It needs no rdma-core: build
+// it with CGO_ENABLED=0 and run it on any Linux with an RDMA device
+// (Soft-RoCE: `rdma link add rxe0 type rxe netdev eth0`).
+//
+//	rdmaperf write_bw [-s SIZE|-a] [-n ITERS|-D SEC] [-q QPS] [-t DEPTH] [-R] [-d DEV] [-x GID] [-p PORT]          (server)
+//	rdmaperf write_bw [flags] HOST                                                                          (client)
+//
+// Tests: write_bw, read_bw, send_bw, write_lat, read_lat, send_lat,
+// atomic_lat (-A FETCH_AND_ADD|CMP_AND_SWAP), and conn_time (rdma_cm
+// connection setup, like rdma-core's cmtime). --json prints one JSON
+// document instead of the table; --cpuprofile writes a pprof profile.
+// The logic lives in internal/perf.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rdmago/rdmago/internal/perf"
+)
+
+func main() {
+	cfg, err := perf.ParseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Print(perf.Usage)
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rdmaperf: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := perf.Run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "rdmaperf %v: %v\n", cfg.Test, err)
+		stop()
+		os.Exit(1)
+	}
+}

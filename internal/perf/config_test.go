@@ -1,0 +1,150 @@
+// Copyright 2026 The rdmago Authors.
+
+package perf
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, args ...string) *Config {
+	t.Helper()
+	c, err := ParseArgs(args, io.Discard)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return c
+}
+
+func TestParseDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args                              []string
+		sizes                             []int
+		iters, tx, rx, cqMod, inline, qps int
+		host                              string
+		rdmacm                            bool
+	}{
+		// perftest's defaults: BW 64 KiB x 5000, tx 128; above 8 KiB every
+		// send is signalled.
+		{args: []string{"write_bw"}, sizes: []int{65536}, iters: 5000, tx: 128, rx: 1, cqMod: 1, qps: 1},
+		{args: []string{"ib_write_bw", "-s", "4096"}, sizes: []int{4096}, iters: 5000, tx: 128, rx: 1, cqMod: 100, qps: 1},
+		{args: []string{"send_bw", "-s", "64", "-n", "300", "10.0.0.1"}, sizes: []int{64}, iters: 300, tx: 128, rx: 300, cqMod: 100, qps: 1, host: "10.0.0.1"},
+		// Latency: 2 bytes x 1000, tx depth 1 caps the CQ moderation at 1.
+		{args: []string{"write_lat"}, sizes: []int{2}, iters: 1000, tx: 1, rx: 1, cqMod: 1, qps: 1},
+		{args: []string{"send_lat", "-n", "100"}, sizes: []int{2}, iters: 100, tx: 1, rx: 100, cqMod: 1, qps: 1},
+		{args: []string{"atomic_lat", "-R", "host"}, sizes: []int{8}, iters: 1000, tx: 1, rx: 1, cqMod: 1, qps: 1, host: "host", rdmacm: true},
+		// tx depth is capped by the iterations; -I is dropped for READ.
+		{args: []string{"read_bw", "-n", "50", "-I", "64", "-q", "4"}, sizes: []int{65536}, iters: 50, tx: 50, rx: 1, cqMod: 1, qps: 4},
+		{args: []string{"write_bw", "-I", "64", "-s", "32"}, sizes: []int{32}, iters: 5000, tx: 128, rx: 1, cqMod: 100, inline: 64, qps: 1},
+		// conn_time is rdma_cm's.
+		{args: []string{"conn_time", "h"}, sizes: []int{0}, iters: 20, tx: 0, rx: 0, cqMod: 0, qps: 1, host: "h", rdmacm: true},
+	} {
+		c := parse(t, tc.args...)
+		got := []any{c.Sizes, c.Iters, c.TxDepth, c.RxDepth, c.CQMod, c.Inline, c.QPs, c.Host, c.RDMACM}
+		want := []any{tc.sizes, tc.iters, tc.tx, tc.rx, tc.cqMod, tc.inline, tc.qps, tc.host, tc.rdmacm}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\n got  %v\n want %v", tc.args, got, want)
+		}
+	}
+}
+
+func TestParsePerftestSpellings(t *testing.T) {
+	// Short and long names, host anywhere (getopt permutes), = syntax.
+	a := parse(t, "write_bw", "-s", "4096", "-n", "100", "-q", "2", "-t", "64", "-d", "rxe0", "-x", "1", "-p", "18600", "-R", "10.77.0.1", "-Q", "8")
+	b := parse(t, "write_bw", "10.77.0.1", "--size=4096", "--iters", "100", "--qp=2", "--tx-depth=64", "--ib-dev=rxe0", "--gid-index=1", "--port=18600", "--rdma_cm", "--cq-mod=8")
+	for _, c := range []*Config{a, b} {
+		got := []any{c.Sizes, c.Iters, c.QPs, c.TxDepth, c.Device, c.GIDIndex, c.Port, c.RDMACM, c.Host, c.CQMod}
+		want := []any{[]int{4096}, 100, 2, 64, "rxe0", 1, 18600, true, "10.77.0.1", 8}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("got %v, want %v", got, want)
+		}
+	}
+	all := parse(t, "send_bw", "-a", "-n", "10")
+	if len(all.Sizes) != 23 || all.Sizes[0] != 2 || all.Sizes[22] != 8<<20 || all.CQMod != 10 {
+		t.Errorf("-a: sizes %v, cq_mod %d (RUN_ALL keeps the moderation, capped by tx depth 10)", all.Sizes, all.CQMod)
+	}
+	cas := parse(t, "atomic_lat", "-A", "CMP_AND_SWAP")
+	if cas.Atomic != CmpAndSwap || cas.Atomic.String() != "CMP_AND_SWAP" {
+		t.Errorf("-A: %v", cas.Atomic)
+	}
+	if c := parse(t, "write_bw", "-l", "4", "-n", "100"); c.PostList != 4 || c.CQMod != 4 {
+		t.Errorf("-l 4: post list %d, cq_mod %d", c.PostList, c.CQMod)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	c := parse(t, "write_bw", "-D", "4")
+	if c.Duration != 4*time.Second || c.Margin != time.Second || !c.NoPeak {
+		t.Errorf("-D 4: %v margin %v noPeak %v", c.Duration, c.Margin, c.NoPeak)
+	}
+	c = parse(t, "write_lat", "-D", "600ms", "-f", "100ms")
+	if c.Duration != 600*time.Millisecond || c.Margin != 100*time.Millisecond {
+		t.Errorf("-D 600ms -f 100ms: %v %v", c.Duration, c.Margin)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no test given"},
+		{[]string{"write_bandwidth"}, "unknown test"},
+		{[]string{"write_bw", "-a", "-s", "64"}, "exclude each other"},
+		{[]string{"write_bw", "-a", "-D", "2"}, "exclude each other"},
+		{[]string{"write_bw", "-n", "10", "-D", "2"}, "exclude each other"},
+		{[]string{"write_bw", "-n", "3"}, "at least 5"},
+		{[]string{"write_bw", "-s", "0"}, "at least 1 byte"},
+		{[]string{"write_lat", "-q", "2"}, "one QP"},
+		{[]string{"atomic_lat", "-s", "16"}, "8 bytes"},
+		{[]string{"write_bw", "-A", "CMP_AND_SWAP"}, "atomic_lat only"},
+		{[]string{"atomic_lat", "-A", "XOR"}, "FETCH_AND_ADD or CMP_AND_SWAP"},
+		{[]string{"write_bw", "-D", "2", "-f", "1"}, "twice the margin"},
+		{[]string{"write_bw", "-m", "1500"}, "-m 1500"},
+		{[]string{"write_bw", "-p", "70000"}, "-p 70000"},
+		{[]string{"write_bw", "a", "b"}, "more than one host"},
+		{[]string{"write_bw", "-l", "4", "-Q", "8"}, "the CQ moderation is the list length"},
+		{[]string{"write_bw", "-l", "4", "-n", "10"}, "multiple of the list length"},
+		{[]string{"write_lat", "-l", "2", "-t", "4"}, "bandwidth tests"},
+		{[]string{"conn_time", "-s", "64"}, "conn_time takes -n"},
+		{[]string{"write_bw", "-D", "soon"}, "want seconds"},
+	} {
+		_, err := ParseArgs(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one saying %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := ParseArgs([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestAdopt(t *testing.T) {
+	cl := parse(t, "send_bw", "-s", "1024", "-n", "77", "-q", "3", "-t", "32", "host")
+	srv := parse(t, "send_bw")
+	if err := srv.adopt(helloFrom(cl)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(srv.Sizes, []int{1024}) || srv.Iters != 77 || srv.QPs != 3 || srv.TxDepth != 32 || srv.RxDepth != 77 {
+		t.Errorf("server adopted %+v", srv)
+	}
+	other := parse(t, "write_bw")
+	if err := other.adopt(helloFrom(cl)); err == nil || !strings.Contains(err.Error(), "same test") {
+		t.Errorf("mismatched test: %v", err)
+	}
+	h := helloFrom(cl)
+	h.Version++
+	if err := srv.adopt(h); err == nil || !strings.Contains(err.Error(), "protocol") {
+		t.Errorf("version: %v", err)
+	}
+	h = helloFrom(cl)
+	h.QPs = 0
+	if err := srv.adopt(h); err == nil {
+		t.Error("zero QPs adopted")
+	}
+}
