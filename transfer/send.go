@@ -140,12 +140,18 @@ func (sc *sendConn) run(ctx context.Context) error {
 		}
 		sc.progress(it, res.Size, res.Size, true)
 	}
+	// Every item has its RESULT by now: a receiver that has already gone
+	// (its disconnect can overtake our BYE, or its BYE) costs only the
+	// courtesy, not the transfer.
 	if err := sc.c.send(ctx, &Bye{}); err != nil {
+		if errors.Is(err, ErrPeerGone) {
+			return nil
+		}
 		return err
 	}
 	m, _, err := sc.c.recv(ctx)
 	if errors.Is(err, ErrPeerGone) {
-		return nil // every item has its RESULT; only the courtesy is missing
+		return nil
 	}
 	if err != nil {
 		return err
