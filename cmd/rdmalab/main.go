@@ -49,6 +49,8 @@ func main() {
 		code = cmdKernels(ctx, os.Args[2:])
 	case "demo":
 		code = cmdDemo(ctx, os.Args[2:])
+	case "bench":
+		code = cmdBench(ctx, os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -1,0 +1,85 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmago/rdmago/tools/lab"
+)
+
+// cmdBench is `rdmalab bench`: rdmaperf against perftest in the lab, with
+// the report written to --out.
+func cmdBench(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("rdmalab bench", flag.ExitOnError)
+	o := lab.DefaultBenchOptions()
+	labFlags(fs, &o.Options, o.Timeout)
+	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {
+		v, err := intList(s)
+		o.Topologies = v
+		return err
+	})
+	tests := fs.String("tests", strings.Join(o.Tests, ","), "tests to compare (rdmaperf names; ib_ + name is the C tool)")
+	fs.Func("bw-sizes", "message sizes of the bandwidth tests (default 64,4096,65536)", func(s string) error {
+		v, err := intList(s)
+		o.BWSizes = v
+		return err
+	})
+	fs.Func("lat-sizes", "message sizes of write/send/read latency (default 2,4096)", func(s string) error {
+		v, err := intList(s)
+		o.LatSizes = v
+		return err
+	})
+	fs.IntVar(&o.Reps, "reps", o.Reps, "repetitions of every case (medians and spread are over these)")
+	fs.Int64Var(&o.BWBytes, "bw-bytes", o.BWBytes, "bytes per bandwidth run: iterations = this / size, within [-min-iters, -max-iters]")
+	fs.IntVar(&o.MinIters, "min-iters", o.MinIters, "fewest iterations of a bandwidth run")
+	fs.IntVar(&o.MaxIters, "max-iters", o.MaxIters, "most iterations of a bandwidth run")
+	fs.IntVar(&o.LatIters, "lat-iters", o.LatIters, "iterations of a latency run on one VM")
+	fs.IntVar(&o.LatIters2, "lat-iters-2", o.LatIters2, "iterations of a latency run on two VMs")
+	fs.DurationVar(&o.RunTimeout, "run-timeout", o.RunTimeout, "limit of one server/client run")
+	fs.BoolVar(&o.Syscalls, "syscalls", o.Syscalls, "count system calls per operation with strace -c (both tools)")
+	fs.BoolVar(&o.ConnSetup, "conn", o.ConnSetup, "time rdma_cm connection setup against cmtime")
+	fs.IntVar(&o.ConnCount, "conn-count", o.ConnCount, "connections timed per tool")
+	fs.BoolVar(&o.HostBench, "host", o.HostBench, "run the host post+poll benchmark (go test -bench PostPoll ./uverbs)")
+	fs.BoolVar(&o.Profile, "profile", false, "record pprof CPU profiles of rdmaperf in the guest and include the top functions")
+	fs.StringVar(&o.OutDir, "out", o.OutDir, "`DIR` for report.md, report.json, bw.png (and the built rdmaperf)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: rdmalab bench [flags]\n\nBoots the lab (one VM, then two) and runs rdmaperf and perftest in the same guests,\ninterleaved and repeated, then writes a report (Markdown, JSON, PNG chart) to --out.\nThe default run takes minutes under TCG; widen it with -bw-sizes, -reps, -bw-bytes.")
+		fs.PrintDefaults()
+	}
+	fs.Parse(args)
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	o.Tests = strings.Split(*tests, ",")
+	r, err := lab.RunBench(ctx, o)
+	if err != nil {
+		return fail(err)
+	}
+	dir, _ := filepath.Abs(o.OutDir)
+	fmt.Printf("rdmalab bench: %d cases, %d failures in %s; report: %s\n", len(r.Cases), len(r.Failures),
+		(time.Duration(r.Elapsed) * time.Second).String(), filepath.Join(dir, "report.md"))
+	if len(r.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func intList(s string) ([]int, error) {
+	var v []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want comma-separated integers", s)
+		}
+		v = append(v, n)
+	}
+	return v, nil
+}

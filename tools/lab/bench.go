@@ -1,0 +1,965 @@
+// Copyright 2026 The rdmago Authors.
+
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/lab/labproto"
+)
+
+// `rdmalab bench`: rdmaperf (Go, package uverbs) against perftest (C,
+// rdma-core) in the same guests, the same boot, interleaved run by run, over
+// one VM (rxe loopback) and two VMs (a RoCEv2 wire), repeated; plus the host
+// microbenchmark of post+poll on fake rings, system calls per operation
+// (strace -c, both tools), and rdma_cm connection setup against cmtime. It
+// writes report.md, report.json and bw.png.
+
+// BenchOptions configure RunBench.
+type BenchOptions struct {
+	Options          // kernel, time limit, log; Nodes is ignored (see Topologies)
+	Topologies []int // node counts to run: 1 and/or 2
+
+	Tests    []string // rdmaperf test names; atomic_lat runs FETCH_AND_ADD and CMP_AND_SWAP
+	BWSizes  []int    // message sizes of the bandwidth tests
+	LatSizes []int    // message sizes of write/send/read latency
+	Reps     int      // repetitions of every case, interleaved
+
+	BWBytes    int64 // bytes per bandwidth run: iterations = BWBytes/size, clamped to [MinIters, MaxIters]
+	MinIters   int
+	MaxIters   int
+	LatIters   int // iterations per latency run on one VM
+	LatIters2  int // ... on two VMs (a round trip over the emulated wire is much slower)
+	RunTimeout time.Duration
+
+	Syscalls  bool // strace -c both tools (write_bw, write_lat)
+	ConnSetup bool // rdmaperf conn_time against cmtime
+	ConnCount int  // connections timed per tool
+	HostBench bool // go test -bench PostPoll ./uverbs on the host
+	Profile   bool // pprof CPU profiles of rdmaperf (write_bw 64 B, write_lat 2 B)
+
+	OutDir string // where the report, rdmaperf and the raw outputs go (inside the repository)
+}
+
+// DefaultBenchOptions is the small run the README advertises: a few minutes
+// under TCG.
+func DefaultBenchOptions() BenchOptions {
+	return BenchOptions{
+		Options:    Options{Kernel: DefaultKernel, Timeout: 60 * time.Minute},
+		Topologies: []int{1, 2},
+		Tests:      []string{"write_bw", "read_bw", "send_bw", "write_lat", "send_lat", "read_lat", "atomic_lat"},
+		BWSizes:    []int{64, 4096, 65536},
+		LatSizes:   []int{2, 4096},
+		Reps:       3,
+		BWBytes:    4 << 20,
+		MinIters:   100,
+		MaxIters:   2000,
+		LatIters:   500,
+		LatIters2:  100,
+		RunTimeout: 3 * time.Minute,
+		Syscalls:   true,
+		ConnSetup:  true,
+		ConnCount:  5,
+		HostBench:  true,
+		OutDir:     "out/bench",
+	}
+}
+
+// perftestProgram is the C counterpart of an rdmaperf test.
+func perftestProgram(test string) string { return "ib_" + test }
+
+// benchCase is one (topology, test, size) compared across tools.
+type benchCase struct {
+	Nodes  int    `json:"nodes"`
+	Test   string `json:"test"`
+	Atomic string `json:"atomic,omitempty"`
+	Size   int    `json:"bytes"`
+	Iters  int    `json:"iterations"`
+	Metric string `json:"metric"`
+
+	Go []sample `json:"rdmago"`
+	C  []sample `json:"c"`
+
+	Stats caseStats `json:"stats"`
+}
+
+// sample is one run of one tool.
+type sample struct {
+	Rep   int              `json:"rep"`
+	Value float64          `json:"value"` // the case's metric
+	BW    *perf.BWStats    `json:"bw,omitempty"`
+	Lat   *perf.LatStats   `json:"lat,omitempty"`
+	Run   *perf.SizeResult `json:"rdmaperf,omitempty"`
+	Wall  float64          `json:"wall_sec"`
+}
+
+// failure is a run that produced no figure.
+type failure struct {
+	What   string `json:"what"`
+	Output string `json:"output"`
+}
+
+// syscallCase is strace -c of one tool's client at two iteration counts.
+type syscallCase struct {
+	Nodes  int                `json:"nodes"`
+	Test   string             `json:"test"`
+	Size   int                `json:"bytes"`
+	Tool   string             `json:"tool"`
+	N1, N2 int                `json:"-"`
+	Iters  [2]int             `json:"iterations"`
+	PerOp  map[string]float64 `json:"per_op"` // (calls(N2)-calls(N1))/(N2-N1) per system call
+	Total  float64            `json:"total_per_op"`
+	Self   *perf.Counters     `json:"rdmaperf_counters,omitempty"` // rdmaperf's own count of its loop (N2 run)
+	SelfOp float64            `json:"rdmaperf_writes_per_op,omitempty"`
+}
+
+// connCase is connection setup over rdma_cm.
+type connCase struct {
+	Nodes int                     `json:"nodes"`
+	Go    perf.Summary            `json:"rdmago_usec"` // cm.Dial to ESTABLISHED
+	C     perf.Summary            `json:"cmtime_usec"` // cmtime -c 1: create id + resolve addr + resolve route + create qp + connect
+	CStep map[string]perf.Summary `json:"cmtime_steps_usec"`
+}
+
+// hostBench is one go test -bench line.
+type hostBench struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	NsPerWR     float64 `json:"ns_per_wr"`
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+	Runs        int     `json:"runs"`
+}
+
+// BenchReport is everything a bench run found; report.json is this.
+type BenchReport struct {
+	Date       string            `json:"date"`
+	Kernel     string            `json:"kernel"`
+	Topologies []int             `json:"topologies"`
+	Reps       int               `json:"reps"`
+	GoVersion  string            `json:"go"`
+	Perftest   string            `json:"perftest"`
+	HostCPU    string            `json:"host_cpu"`
+	ClockMHz   map[string]string `json:"clock_mhz"` // per node: cpuinfo rate perftest uses
+	Cases      []*benchCase      `json:"cases"`
+	Syscalls   []*syscallCase    `json:"syscalls,omitempty"`
+	Conn       []*connCase       `json:"conn_setup,omitempty"`
+	Host       []hostBench       `json:"host_bench,omitempty"`
+	Profiles   map[string]string `json:"profiles,omitempty"` // test -> pprof -top
+	Failures   []failure         `json:"failures,omitempty"`
+	Elapsed    float64           `json:"elapsed_sec"`
+	Options    benchOptionsJSON  `json:"options"`
+}
+
+type benchOptionsJSON struct {
+	Tests     []string `json:"tests"`
+	BWSizes   []int    `json:"bw_sizes"`
+	LatSizes  []int    `json:"lat_sizes"`
+	BWBytes   int64    `json:"bw_bytes"`
+	LatIters  int      `json:"lat_iters"`
+	LatIters2 int      `json:"lat_iters_two_vms"`
+}
+
+// bencher runs one bench.
+type bencher struct {
+	o      BenchOptions
+	log    io.Writer
+	out    string // absolute OutDir
+	perf   string // absolute path of the static rdmaperf
+	rep    *BenchReport
+	port   int
+	lab    *Lab
+	gid    []string // per node
+	dev    []string
+	addr   []string
+	nodes  int
+	repo   string
+	failMu sync.Mutex
+}
+
+// RunBench is `rdmalab bench`. It returns the report it wrote to
+// OutDir/report.md (also report.json and bw.png).
+func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	if underTmp(out) {
+		return nil, fmt.Errorf("--out %s: the guests have a /tmp of their own; pick a directory elsewhere", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	b := &bencher{o: o, log: o.Log, out: out, repo: cwd, port: 18700}
+	b.rep = &BenchReport{
+		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
+		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{},
+		Options: benchOptionsJSON{Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
+	}
+	if err := b.checkTools(); err != nil {
+		return nil, err
+	}
+	if err := b.buildRdmaperf(ctx); err != nil {
+		return nil, err
+	}
+	if o.HostBench {
+		b.hostBench(ctx)
+	}
+	for _, n := range o.Topologies {
+		if err := b.topology(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	b.rep.Elapsed = time.Since(start).Seconds()
+	for _, c := range b.rep.Cases {
+		c.Stats = caseStatsOf(c)
+	}
+	if err := writeBenchReport(b.rep, out); err != nil {
+		return nil, err
+	}
+	return b.rep, nil
+}
+
+func (o *BenchOptions) check() error {
+	if o.Reps < 1 {
+		return fmt.Errorf("--reps %d: at least one repetition", o.Reps)
+	}
+	if len(o.Topologies) == 0 {
+		return errors.New("--nodes: no topology to run (1, 2 or 1,2)")
+	}
+	for _, n := range o.Topologies {
+		if n != 1 && n != 2 {
+			return fmt.Errorf("--nodes %d: the lab has one or two nodes", n)
+		}
+	}
+	for _, t := range o.Tests {
+		pt, err := perf.ParseTest(t)
+		if err != nil || pt == perf.ConnTime {
+			return fmt.Errorf("--tests: %q is not one of write_bw, read_bw, send_bw, write_lat, send_lat, read_lat, atomic_lat", t)
+		}
+	}
+	for _, s := range append(append([]int(nil), o.BWSizes...), o.LatSizes...) {
+		if s < 1 || s > perf.MaxSize {
+			return fmt.Errorf("size %d: want 1..%d bytes", s, perf.MaxSize)
+		}
+	}
+	if o.MinIters < 5 || o.MaxIters < o.MinIters || o.LatIters < 5 || o.LatIters2 < 5 {
+		return fmt.Errorf("iterations: min %d, max %d, latency %d/%d: perftest needs at least 5", o.MinIters, o.MaxIters, o.LatIters, o.LatIters2)
+	}
+	return nil
+}
+
+// checkTools makes sure the C programs are on the host (the guests run the
+// host's).
+func (b *bencher) checkTools() error {
+	var missing []string
+	need := map[string]bool{}
+	for _, t := range b.o.Tests {
+		need[perftestProgram(t)] = true
+	}
+	if b.o.ConnSetup {
+		need["cmtime"] = true
+	}
+	if b.o.Syscalls {
+		need["strace"] = true
+	}
+	for p := range need {
+		if _, err := exec.LookPath(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("not on the host: %s (apt-get install perftest rdmacm-utils strace)", strings.Join(missing, ", "))
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "perftest").Output(); err == nil {
+		b.rep.Perftest = string(out)
+	}
+	return nil
+}
+
+// buildRdmaperf builds the static rdmaperf into the output directory, which
+// the guests see at the same path.
+func (b *bencher) buildRdmaperf(ctx context.Context) error {
+	b.perf = filepath.Join(b.out, "rdmaperf")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.perf, "./cmd/rdmaperf")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Dir = b.repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build rdmaperf (run rdmalab bench from the repository root): %v\n%s", err, out)
+	}
+	fmt.Fprintf(b.log, "rdmalab bench: built %s\n", b.perf)
+	return nil
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+([\d.]+) ns/op(.*)$`)
+
+// hostBench runs uverbs' post+poll benchmark on fake rings.
+func (b *bencher) hostBench(ctx context.Context) {
+	fmt.Fprintln(b.log, "rdmalab bench: host: go test -bench PostPoll ./uverbs")
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkPostPoll$", "-benchmem", "-count", "5", "./uverbs")
+	cmd.Dir = b.repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.fail("host benchmark (go test -bench PostPoll ./uverbs)", string(out))
+		return
+	}
+	b.rep.Host = parseHostBench(string(out))
+}
+
+// parseHostBench reads go test -bench output, taking each benchmark's
+// median over its runs.
+func parseHostBench(out string) []hostBench {
+	type acc struct{ ns, allocs, bytes []float64 }
+	var order []string
+	m := map[string]*acc{}
+	for _, line := range strings.Split(out, "\n") {
+		g := benchLine.FindStringSubmatch(strings.TrimSpace(line))
+		if g == nil {
+			continue
+		}
+		name := g[1]
+		a := m[name]
+		if a == nil {
+			a = &acc{}
+			m[name] = a
+			order = append(order, name)
+		}
+		ns, _ := strconv.ParseFloat(g[4], 64)
+		a.ns = append(a.ns, ns)
+		f := strings.Fields(g[5])
+		for i := 0; i+1 < len(f); i++ {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "allocs/op":
+				a.allocs = append(a.allocs, v)
+			case "B/op":
+				a.bytes = append(a.bytes, v)
+			}
+		}
+	}
+	var hb []hostBench
+	for _, name := range order {
+		a := m[name]
+		h := hostBench{Name: name, NsPerOp: median(a.ns), AllocsPerOp: median(a.allocs), BytesPerOp: median(a.bytes), Runs: len(a.ns)}
+		h.NsPerWR = h.NsPerOp
+		if i := strings.Index(name, "/list"); i >= 0 {
+			if n, err := strconv.Atoi(name[i+len("/list"):]); err == nil && n > 0 {
+				h.NsPerWR = h.NsPerOp / float64(n)
+			}
+		}
+		hb = append(hb, h)
+	}
+	return hb
+}
+
+func hostCPU() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return fmt.Sprintf("%s (%d CPUs)", strings.TrimSpace(v), runtime.NumCPU())
+		}
+	}
+	return runtime.GOARCH
+}
+
+func (b *bencher) fail(what, out string) {
+	const keep = 3000
+	if len(out) > keep {
+		out = "..." + out[len(out)-keep:]
+	}
+	b.failMu.Lock()
+	b.rep.Failures = append(b.rep.Failures, failure{What: what, Output: out})
+	b.failMu.Unlock()
+	fmt.Fprintf(b.log, "rdmalab bench: FAILED %s\n%s\n", what, indent(out))
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 12 {
+		lines = lines[len(lines)-12:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// topology boots n nodes and runs every case on them.
+func (b *bencher) topology(ctx context.Context, n int) error {
+	o := b.o.Options
+	o.Nodes = n
+	shares, _, err := defaultShares(append(append([]string(nil), o.Shares...), b.out))
+	if err != nil {
+		return err
+	}
+	o.Shares = shares
+	fmt.Fprintf(b.log, "rdmalab bench: booting %d node(s)\n", n)
+	l, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	b.lab, b.nodes = l, n
+	if b.rep.Kernel == "" {
+		b.rep.Kernel = l.GuestKernel()
+	}
+	if err := b.discover(); err != nil {
+		return err
+	}
+	cases := b.cases(n)
+	total := len(cases) * b.o.Reps * 2
+	done := 0
+	t0 := time.Now()
+	for rep := 0; rep < b.o.Reps; rep++ {
+		for i, c := range cases {
+			// Alternate which tool goes first so drift and warm-up hit both.
+			order := []string{"rdmago", "C"}
+			if (rep+i)%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+			for _, tool := range order {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s, err := b.runCase(c, tool, rep)
+				done++
+				if err != nil {
+					b.fail(fmt.Sprintf("%d node(s), %s %s %d B, rep %d", n, tool, caseName(c), c.Size, rep+1), err.Error())
+					continue
+				}
+				if tool == "rdmago" {
+					c.Go = append(c.Go, *s)
+				} else {
+					c.C = append(c.C, *s)
+				}
+				fmt.Fprintf(b.log, "rdmalab bench: [%d/%d %s] %d node(s) %-6s %-26s %8d B  %s = %.3f (%.1fs)\n",
+					done, total, time.Since(t0).Round(time.Second), n, tool, caseName(c), c.Size, c.Metric, s.Value, s.Wall)
+			}
+		}
+	}
+	b.rep.Cases = append(b.rep.Cases, cases...)
+	if b.o.Syscalls {
+		b.syscalls(n)
+	}
+	if b.o.ConnSetup {
+		b.connSetup(n)
+	}
+	if b.o.Profile && n == 1 {
+		b.profiles()
+	}
+	b.lab = nil
+	return l.Close()
+}
+
+func caseName(c *benchCase) string {
+	if c.Atomic != "" {
+		return c.Test + " " + c.Atomic
+	}
+	return c.Test
+}
+
+// cases lists the comparisons of a topology.
+func (b *bencher) cases(nodes int) []*benchCase {
+	var cs []*benchCase
+	latIters := b.o.LatIters
+	if nodes == 2 {
+		latIters = b.o.LatIters2
+	}
+	for _, t := range b.o.Tests {
+		pt, _ := perf.ParseTest(t)
+		switch {
+		case pt.IsBW():
+			for _, s := range b.o.BWSizes {
+				n := int(b.o.BWBytes / int64(s))
+				n = min(max(n, b.o.MinIters), b.o.MaxIters)
+				cs = append(cs, &benchCase{Nodes: nodes, Test: t, Size: s, Iters: n, Metric: "BW average [MB/sec]"})
+			}
+		case pt == perf.AtomicLat:
+			for _, a := range []string{"FETCH_AND_ADD", "CMP_AND_SWAP"} {
+				cs = append(cs, &benchCase{Nodes: nodes, Test: t, Atomic: a, Size: 8, Iters: latIters, Metric: "t_typical [usec]"})
+			}
+		default:
+			for _, s := range b.o.LatSizes {
+				cs = append(cs, &benchCase{Nodes: nodes, Test: t, Size: s, Iters: latIters, Metric: "t_typical [usec]"})
+			}
+		}
+	}
+	return cs
+}
+
+// discover finds each node's device, address and RoCE v2 IPv4 GID index,
+// and the clock rate perftest will use.
+func (b *bencher) discover() error {
+	const script = `d=$RDMALAB_DEV; p=/sys/class/infiniband/$d/ports/1
+for f in $p/gids/*; do i=${f##*/}; g=$(cat $f 2>/dev/null); t=$(cat $p/gid_attrs/types/$i 2>/dev/null)
+  case "$t/$g" in "RoCE v2/0000:0000:0000:0000:0000:ffff:"*) echo "gid=$i"; break;; esac
+done
+echo "dev=$d"; echo "addr=$RDMALAB_ADDR"; echo "peer=$RDMALAB_PEER"
+grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'`
+	outs, err := b.step(func(int) string { return script }, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	b.gid = make([]string, b.nodes)
+	b.dev = make([]string, b.nodes)
+	b.addr = make([]string, b.nodes)
+	for i, o := range outs {
+		kv := map[string]string{}
+		for _, l := range strings.Split(o.out, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok {
+				kv[k] = v
+			}
+		}
+		if kv["gid"] == "" || kv["dev"] == "" || kv["addr"] == "" {
+			return fmt.Errorf("node %d: no RoCE v2 IPv4 GID found:\n%s", i, o.out)
+		}
+		b.gid[i], b.dev[i], b.addr[i] = kv["gid"], kv["dev"], kv["addr"]
+		b.rep.ClockMHz[fmt.Sprintf("%d node(s), node %d", b.nodes, i)] = kv["mhz"]
+	}
+	return nil
+}
+
+// stepOut is one node's output of a step.
+type stepOut struct {
+	out    string
+	status int
+	wall   time.Duration
+}
+
+// step runs script(node) with /bin/sh in every node at once (in the host
+// root, the repository as working directory) and collects the output.
+func (b *bencher) step(script func(node int) string, limit time.Duration) ([]stepOut, error) {
+	n := b.lab.Nodes()
+	steps := make([]labproto.StepMsg, n)
+	outs := make([]Output, n)
+	bufs := make([]*bytes.Buffer, n)
+	for i := range steps {
+		bufs[i] = &bytes.Buffer{}
+		s := script(i)
+		if s == "" {
+			s = "true"
+		}
+		steps[i] = labproto.StepMsg{Args: []string{"/bin/sh", "-c", s}, Dir: b.repo, Env: []string{"LC_ALL=C"}}
+		outs[i] = Output{Stdout: bufs[i], Stderr: bufs[i]}
+	}
+	t0 := time.Now()
+	res, err := b.lab.Run(steps, outs)
+	wall := time.Since(t0)
+	so := make([]stepOut, n)
+	for i := range so {
+		so[i] = stepOut{out: bufs[i].String(), wall: wall}
+		if i < len(res) {
+			so[i].status = res[i].Status
+			if res[i].Error != "" {
+				so[i].out += "\n" + res[i].Error
+			}
+		}
+	}
+	if err != nil {
+		return so, err
+	}
+	if wall > limit {
+		return so, fmt.Errorf("step took %v (limit %v)", wall, limit)
+	}
+	return so, nil
+}
+
+// nextPort gives every run its own port, so no run meets a previous one's
+// lingering socket.
+func (b *bencher) nextPort() int {
+	b.port++
+	if b.port > 19400 {
+		b.port = 18701
+	}
+	return b.port
+}
+
+// toolArgs is the command line of tool for case c (without the host).
+func (b *bencher) toolArgs(tool string, c *benchCase, node, port int, iters int, extra ...string) []string {
+	var args []string
+	if tool == "rdmago" {
+		args = []string{b.perf, c.Test}
+	} else {
+		args = []string{perftestProgram(c.Test)}
+	}
+	if c.Atomic == "" {
+		args = append(args, "-s", strconv.Itoa(c.Size))
+	} else {
+		args = append(args, "-A", c.Atomic)
+	}
+	args = append(args, "-n", strconv.Itoa(iters), "-d", b.dev[node], "-x", b.gid[node], "-p", strconv.Itoa(port))
+	if tool == "rdmago" {
+		args = append(args, "--json", "--timeout", strconv.Itoa(int(b.o.RunTimeout.Seconds()))+"s")
+	} else {
+		args = append(args, "-F")
+	}
+	return append(args, extra...)
+}
+
+// retryPattern matches a client that came before its server.
+const retryPattern = "Couldn't connect to|Unable to init the socket connection|connection refused|no listener|connection rejected"
+
+// pairScripts returns the shell of a server/client pair: one script on one
+// node (server in the background), or the server on node 0 and the client
+// on node 1. The client retries while the server is not listening yet.
+// wrap prefixes the client (strace).
+func (b *bencher) pairScripts(srv, cli []string, wrap string, limit time.Duration) func(int) string {
+	t := strconv.Itoa(int(limit.Seconds()))
+	q := func(a []string) string { return shellJoin(a) }
+	client := fmt.Sprintf(`i=0
+while :; do
+  sleep 0.3
+  timeout -k 5 %s %s%s > /tmp/bench.cli 2>&1; rc=$?
+  [ $rc = 0 ] && break
+  i=$((i+1)); [ $i -ge 60 ] && break
+  grep -qE "%s" /tmp/bench.cli || break
+done
+echo "@@client rc=$rc"; cat /tmp/bench.cli
+[ -f /tmp/bench.strace ] && { echo "@@strace"; cat /tmp/bench.strace; rm -f /tmp/bench.strace; }
+`, t, wrap, q(cli), retryPattern)
+	server := fmt.Sprintf("timeout -k 5 %s %s > /tmp/bench.srv 2>&1", t, q(srv))
+	if b.nodes == 1 {
+		return func(int) string {
+			return server + " &\nspid=$!\n" + client + "wait $spid; echo \"@@server rc=$?\"; cat /tmp/bench.srv\n"
+		}
+	}
+	return func(node int) string {
+		if node == 0 {
+			return server + "; echo \"@@server rc=$?\"; cat /tmp/bench.srv\n"
+		}
+		return client
+	}
+}
+
+// shellJoin quotes args for sh.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+// pair runs a server/client pair and returns the client's output. The
+// whole output of both sides is kept in OutDir/raw/name.txt.
+func (b *bencher) pair(name string, srv, cli []string, wrap string) (string, time.Duration, error) {
+	outs, err := b.step(b.pairScripts(srv, cli, wrap, b.o.RunTimeout), b.o.RunTimeout+time.Minute)
+	all := fmt.Sprintf("# server: %s\n# client: %s%s\n", shellJoin(srv), wrap, shellJoin(cli))
+	for i, o := range outs {
+		all += fmt.Sprintf("--- node %d (status %d)\n%s", i, o.status, o.out)
+	}
+	raw := filepath.Join(b.out, "raw")
+	if os.MkdirAll(raw, 0o755) == nil {
+		os.WriteFile(filepath.Join(raw, fmt.Sprintf("%dvm-%s.txt", b.nodes, name)), []byte(all), 0o644)
+	}
+	if err != nil {
+		return all, 0, fmt.Errorf("%v\n%s", err, all)
+	}
+	cliOut := outs[len(outs)-1].out
+	before, after, ok := strings.Cut(cliOut, "@@client rc=")
+	_ = before
+	if !ok {
+		return all, 0, fmt.Errorf("no client output\n%s", all)
+	}
+	rc, body, _ := strings.Cut(after, "\n")
+	if s, _, _ := strings.Cut(body, "@@server rc="); s != "" {
+		body = s
+	}
+	if strings.TrimSpace(rc) != "0" {
+		return all, 0, fmt.Errorf("client exit status %s\n%s", rc, all)
+	}
+	return body, outs[0].wall, nil
+}
+
+// runCase runs case c once with tool.
+func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
+	port := b.nextPort()
+	srv := b.toolArgs(tool, c, 0, port, c.Iters)
+	cli := append(b.toolArgs(tool, c, b.nodes-1, port, c.Iters), b.addr[0])
+	name := fmt.Sprintf("%s-%s-%d-%s-rep%d", strings.ReplaceAll(caseName(c), " ", "-"), sizeLabel(c.Size), c.Size, tool, rep+1)
+	body, wall, err := b.pair(name, srv, cli, "")
+	if err != nil {
+		return nil, err
+	}
+	s := &sample{Rep: rep + 1, Wall: wall.Seconds()}
+	if tool == "rdmago" {
+		var r perf.Report
+		if err := json.Unmarshal([]byte(jsonPart(body)), &r); err != nil || len(r.Results) != 1 {
+			return nil, fmt.Errorf("rdmaperf --json output (%v):\n%s", err, body)
+		}
+		s.Run = r.Results[0]
+		s.BW, s.Lat = s.Run.BW, s.Run.Lat
+	} else {
+		t, err := perf.ParseTable(body)
+		if err != nil {
+			return nil, fmt.Errorf("%v:\n%s", err, body)
+		}
+		if len(t.BW) == 1 {
+			s.BW = &t.BW[0]
+		}
+		if len(t.Lat) == 1 {
+			s.Lat = &t.Lat[0]
+		}
+	}
+	switch {
+	case s.BW != nil:
+		s.Value = s.BW.Average
+	case s.Lat != nil:
+		s.Value = s.Lat.Typical
+	default:
+		return nil, fmt.Errorf("no result line:\n%s", body)
+	}
+	if !(s.Value > 0) {
+		return nil, fmt.Errorf("result %v is not positive:\n%s", s.Value, body)
+	}
+	return s, nil
+}
+
+// jsonPart is the JSON document in an output (rdmaperf prints nothing else
+// on stdout, but the shell may add lines).
+func jsonPart(s string) string {
+	i := strings.Index(s, "{")
+	j := strings.LastIndex(s, "}")
+	if i < 0 || j < i {
+		return s
+	}
+	return s[i : j+1]
+}
+
+// straceCalls reads strace -c's table: calls per system call.
+func straceCalls(out string) (map[string]float64, error) {
+	m := map[string]float64{}
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[0] == "%" && f[1] == "time" {
+			in = true
+			continue
+		}
+		if !in || len(f) < 5 || strings.HasPrefix(f[0], "---") {
+			continue
+		}
+		if f[len(f)-1] == "total" {
+			break
+		}
+		// % time, seconds, usecs/call, calls, [errors,] syscall
+		calls, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			continue
+		}
+		m[f[len(f)-1]] += calls
+	}
+	if !in {
+		return nil, errors.New("no strace -c table")
+	}
+	return m, nil
+}
+
+// syscalls counts the system calls per operation of both tools' clients:
+// strace -c -f at two iteration counts, the difference divided by the
+// difference in iterations (setup and teardown cancel out).
+func (b *bencher) syscalls(nodes int) {
+	for _, sc := range []struct {
+		test string
+		size int
+	}{{"write_bw", 64}, {"write_lat", 2}, {"read_lat", 2}} {
+		c := &benchCase{Test: sc.test, Size: sc.size}
+		n1, n2 := 200, 1200
+		if nodes == 2 && strings.HasSuffix(sc.test, "_lat") {
+			n1, n2 = 50, 250
+		}
+		for _, tool := range []string{"rdmago", "C"} {
+			var calls [2]map[string]float64
+			var self *perf.Counters
+			ok := true
+			for k, n := range []int{n1, n2} {
+				port := b.nextPort()
+				srv := b.toolArgs(tool, c, 0, port, n)
+				cli := append(b.toolArgs(tool, c, b.nodes-1, port, n), b.addr[0])
+				wrap := "strace -f -c -o /tmp/bench.strace "
+				body, _, err := b.pair(fmt.Sprintf("strace-%s-%s-n%d", sc.test, tool, n), srv, cli, wrap)
+				if err == nil {
+					head, st, found := strings.Cut(body, "@@strace")
+					if found {
+						calls[k], err = straceCalls(st)
+						body = head
+					} else {
+						err = fmt.Errorf("no strace output:\n%s", body)
+					}
+				}
+				if err != nil {
+					b.fail(fmt.Sprintf("%d node(s), strace %s %s -n %d", nodes, tool, sc.test, n), err.Error())
+					ok = false
+					break
+				}
+				if tool == "rdmago" && k == 1 {
+					var r perf.Report
+					if json.Unmarshal([]byte(jsonPart(body)), &r) == nil && len(r.Results) == 1 {
+						self = r.Results[0].Counters
+					}
+				}
+			}
+			if !ok {
+				continue
+			}
+			s := &syscallCase{Nodes: nodes, Test: sc.test, Size: sc.size, Tool: tool, Iters: [2]int{n1, n2}, PerOp: map[string]float64{}, Self: self}
+			for name, v2 := range calls[1] {
+				d := (v2 - calls[0][name]) / float64(n2-n1)
+				if d > 0.0005 || d < -0.0005 {
+					s.PerOp[name] = d
+					s.Total += d
+				}
+			}
+			if self != nil {
+				s.SelfOp = float64(self.WriteCalls+self.ReadCalls) / float64(n2)
+			}
+			b.rep.Syscalls = append(b.rep.Syscalls, s)
+			fmt.Fprintf(b.log, "rdmalab bench: %d node(s) strace %-6s %-9s %.3f syscalls/op %v\n", nodes, tool, sc.test, s.Total, s.PerOp)
+		}
+	}
+}
+
+var cmtimeStep = regexp.MustCompile(`^(create id|bind addr|resolve addr|resolve route|create qp|connect|disconnect|destroy)\s*:\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)`)
+
+// parseCmtime reads cmtime's step table: per step, the per-connection time
+// (its "min us" column, which with -c 1 is the one connection's).
+func parseCmtime(out string) (map[string]float64, error) {
+	m := map[string]float64{}
+	for _, l := range strings.Split(out, "\n") {
+		g := cmtimeStep.FindStringSubmatch(strings.TrimSpace(l))
+		if g == nil {
+			continue
+		}
+		us, err := strconv.ParseFloat(g[4], 64)
+		if err != nil {
+			return nil, err
+		}
+		m[g[1]] = us
+	}
+	for _, s := range cmtimeConnectSteps {
+		if _, ok := m[s]; !ok {
+			return nil, fmt.Errorf("cmtime printed no %q step:\n%s", s, out)
+		}
+	}
+	return m, nil
+}
+
+// cmtimeConnectSteps are the steps that make up what cm.Dial does.
+var cmtimeConnectSteps = []string{"create id", "resolve addr", "resolve route", "create qp", "connect"}
+
+// connSetup times rdma_cm connection setup: rdmaperf conn_time (ConnCount
+// sequential Dials) against ConnCount runs of cmtime -c 1.
+func (b *bencher) connSetup(nodes int) {
+	cc := &connCase{Nodes: nodes, CStep: map[string]perf.Summary{}}
+	port := b.nextPort()
+	n := strconv.Itoa(b.o.ConnCount)
+	srv := []string{b.perf, "conn_time", "-n", n, "-p", strconv.Itoa(port), "--json", "--timeout", "120s"}
+	body, _, err := b.pair("conn_time", srv, append(append([]string(nil), srv...), b.addr[0]), "")
+	if err == nil {
+		var r perf.Report
+		if err = json.Unmarshal([]byte(jsonPart(body)), &r); err == nil && (len(r.Results) != 1 || r.Results[0].Conn == nil) {
+			err = errors.New("no conn_time result")
+		}
+		if err == nil {
+			cc.Go = *r.Results[0].Conn
+		}
+	}
+	if err != nil {
+		b.fail(fmt.Sprintf("%d node(s), rdmaperf conn_time", nodes), err.Error())
+		return
+	}
+	var total []float64
+	steps := map[string][]float64{}
+	for i := 0; i < b.o.ConnCount; i++ {
+		port := b.nextPort()
+		p := strconv.Itoa(port)
+		srv := []string{"cmtime", "-c", "1", "-p", p}
+		cli := []string{"cmtime", "-c", "1", "-p", p, "-s", b.addr[0]}
+		body, _, err := b.pair(fmt.Sprintf("cmtime-%d", i+1), srv, cli, "")
+		var m map[string]float64
+		if err == nil {
+			m, err = parseCmtime(body)
+		}
+		if err != nil {
+			b.fail(fmt.Sprintf("%d node(s), cmtime run %d", nodes, i+1), err.Error())
+			continue
+		}
+		sum := 0.0
+		for _, s := range cmtimeConnectSteps {
+			sum += m[s]
+		}
+		total = append(total, sum)
+		for k, v := range m {
+			steps[k] = append(steps[k], v)
+		}
+	}
+	cc.C = perf.Summarize(total)
+	for k, v := range steps {
+		cc.CStep[k] = perf.Summarize(v)
+	}
+	b.rep.Conn = append(b.rep.Conn, cc)
+	fmt.Fprintf(b.log, "rdmalab bench: %d node(s) connection setup: rdmago median %.0f us, cmtime %.0f us\n", nodes, cc.Go.Median, cc.C.Median)
+}
+
+// profiles records CPU profiles of rdmaperf's message-rate and latency
+// loops and keeps pprof's top functions.
+func (b *bencher) profiles() {
+	b.rep.Profiles = map[string]string{}
+	for _, pc := range []struct {
+		test  string
+		size  int
+		iters int
+	}{{"write_bw", 64, 20000}, {"write_lat", 2, 3000}} {
+		c := &benchCase{Test: pc.test, Size: pc.size}
+		port := b.nextPort()
+		prof := filepath.Join(b.out, "cpu-"+pc.test+".pprof")
+		srv := b.toolArgs("rdmago", c, 0, port, pc.iters)
+		cli := append(b.toolArgs("rdmago", c, b.nodes-1, port, pc.iters, "--cpuprofile", prof), b.addr[0])
+		if _, _, err := b.pair("profile-"+pc.test, srv, cli, ""); err != nil {
+			b.fail("profile "+pc.test, err.Error())
+			continue
+		}
+		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", b.perf, prof).CombinedOutput()
+		if err != nil {
+			b.fail("pprof "+pc.test, string(out))
+			continue
+		}
+		b.rep.Profiles[fmt.Sprintf("%s %d B", pc.test, pc.size)] = string(out)
+	}
+}
