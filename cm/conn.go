@@ -70,7 +70,7 @@ type Conn struct {
 // run Options.Setup, send the request, and on CONNECT_RESPONSE move the QP
 // to RTR and RTS and send the RTU. Failures are *EventError values naming
 // the event: ErrNoListener/ErrRejected, ErrUnreachable, ErrAddrResolution,
-// ErrRouteResolution. It needs Linux 4.x+ with rdma_ucm (tested on 6.1 and
+// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with rdma_ucm (tested on 6.1 and
 // 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	dst, err := resolveAddrPort(ctx, addr)
@@ -255,7 +255,12 @@ func (c *Conn) setupVerbs() error {
 		return err
 	}
 	c.local, c.remote, c.port = info.Local, info.Remote, info.Port
-	dev, err := acquireDevice(info)
+	var dev *device
+	if o.PD != nil {
+		dev, err = callerDevice(info, o.PD.Context())
+	} else {
+		dev, err = acquireDevice(info)
+	}
 	if err != nil {
 		return err
 	}
@@ -263,9 +268,6 @@ func (c *Conn) setupVerbs() error {
 	o.logf("verbs: device %s (index %d, node GUID %s) port %d; local %v, remote %v", dev.name, info.DevIndex, guidString(info.NodeGUID), info.Port, c.local, c.remote)
 	ctx := dev.ctx
 	if o.PD != nil {
-		if o.PD.Context() != ctx {
-			return fmt.Errorf("cm: Options.PD is on %s, but the connection resolved to %s: %w", o.PD.Context().Device().Name, dev.name, ErrNoDevice)
-		}
 		c.pd = o.PD
 	} else {
 		if c.pd, err = ctx.AllocPD(); err != nil {
@@ -359,11 +361,6 @@ func (c *Conn) modify(state uverbs.QPState, adjust func(*uverbs.QPAttr)) error {
 	if err != nil {
 		return err
 	}
-	if mask&uverbs.QPAttrAV != 0 {
-		// On InfiniBand librdmacm clears bits 21-23 (a kernel bug); they are
-		// above the legacy mask qpAttrFromABI keeps, so nothing to do.
-		_ = mask
-	}
 	if adjust != nil {
 		adjust(&attr)
 	}
@@ -410,8 +407,8 @@ func (c *Conn) established() {
 
 // onEvent runs on the channel goroutine for the events of an established
 // connection: a DISCONNECTED or DEVICE_REMOVAL ends it, moves the QP to
-// the error state (so outstanding work flushes and a waiting reader wakes)
-// and closes Done.
+// the error state (so outstanding work flushes and a waiting reader wakes),
+// answers a peer's disconnect request, and closes Done.
 func (c *Conn) onEvent(ev Event) {
 	switch ev.Type {
 	case abi.RDMA_CM_EVENT_DISCONNECTED, abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -424,23 +421,34 @@ func (c *Conn) onEvent(ev Event) {
 	if first {
 		c.doneErr = eventError("connection", c.remote.String(), ev)
 		close(c.done)
+	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
+		// The removal may make the peer (on the same device) disconnect
+		// first; the removal is what the caller must act on.
+		c.doneErr = eventError("connection", c.remote.String(), ev)
 	}
 	closing := c.closedFlag
 	c.stateMu.Unlock()
+	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
+		c.dev.markDead()
+	}
 	if !first {
 		return
 	}
 	if !closing {
 		c.o.logf("rdma_cm: event %v: the connection ended", ev)
 	}
-	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
-		c.dev.markDead()
-	}
 	c.qpMu.Lock()
 	if c.qp != nil && !c.qpGone {
 		c.qp.ModifyToErr()
 	}
 	c.qpMu.Unlock()
+	if ev.Type == abi.RDMA_CM_EVENT_DISCONNECTED && !closing && !c.ud {
+		// Answer the peer's DREQ with a DREP now, as a TCP stack ACKs a
+		// FIN: the peer's Close then completes without waiting for this
+		// side's Close (the IB CM sends the DREP only on rdma_disconnect
+		// or destroy).
+		c.id.Disconnect()
+	}
 }
 
 // Done is closed when the connection ends by the peer's disconnect or the
@@ -448,8 +456,9 @@ func (c *Conn) onEvent(ev Event) {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Err returns why Done was closed: an *EventError for DISCONNECTED
-// (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved), ErrClosed after
-// Close, or nil while the connection is up.
+// (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved; it replaces a
+// DISCONNECTED that came first), ErrClosed after Close, or nil while the
+// connection is up.
 func (c *Conn) Err() error {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
@@ -553,7 +562,7 @@ func (c *Conn) close() error {
 	deadline := time.Now().Add(c.o.CloseTimeout)
 	if estab && !c.ud {
 		c.qpMu.Lock()
-		if !c.qpGone {
+		if c.qp != nil && !c.qpGone {
 			if err := c.qp.ModifyToErr(); err != nil && !ended {
 				errs = append(errs, err)
 			}
@@ -653,8 +662,16 @@ func (c *Conn) teardown(deadline time.Time) error {
 		}
 		c.qpMu.Unlock()
 		if c.ownCQs {
-			if n := c.drain(deadline); n > 0 {
-				c.o.logf("verbs: drained %d flushed completions", n)
+			// Nobody else polls the CQs this connection owns: collect the
+			// flushes of whatever work is still in the rings.
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			wcs, err := c.qp.Drain(ctx)
+			cancel()
+			if len(wcs) > 0 {
+				c.o.logf("verbs: drained %d completions (flushed work)", len(wcs))
+			}
+			if err != nil {
+				c.o.logf("verbs: %v", err)
 			}
 		}
 		c.qpMu.Lock()
@@ -698,31 +715,6 @@ func (c *Conn) teardown(deadline time.Time) error {
 	}
 	c.release()
 	return errors.Join(errs...)
-}
-
-// drain polls the CQs the connection owns until they stay empty for a
-// moment (the flushes of a QP in the error state arrive quickly) or the
-// deadline passes. It returns how many completions it discarded.
-func (c *Conn) drain(deadline time.Time) int {
-	var wcs [16]uverbs.WC
-	n := 0
-	quiet := time.Now()
-	for time.Now().Before(deadline) {
-		k := c.sendCQ.Poll(wcs[:])
-		if c.recvCQ != c.sendCQ {
-			k += c.recvCQ.Poll(wcs[:])
-		}
-		n += k
-		if k > 0 {
-			quiet = time.Now()
-			continue
-		}
-		if time.Since(quiet) > 5*time.Millisecond {
-			break
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	return n
 }
 
 // NewAH creates an address handle to the peer of the connection's ID (for

@@ -477,3 +477,76 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestConnEventStateMachine drives an established connection's reaction to
+// CM events with the fake kernel: the peer's disconnect ends it, is
+// answered at once (DISCONNECT → DREP) and closes Done; a device removal
+// that follows replaces the reason; Close then destroys the id without a
+// second disconnect wait.
+func TestConnEventStateMachine(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	released := 0
+	c := newConn(id, (&Options{}).withDefaults(), func() { released++ }, PortSpaceTCP)
+	c.established()
+	if c.Err() != nil {
+		t.Fatalf("fresh connection: %v", c.Err())
+	}
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("DISCONNECTED did not close Done")
+	}
+	if !errors.Is(c.Err(), ErrDisconnected) {
+		t.Fatalf("err %v", c.Err())
+	}
+	waitFor(t, func() bool { return len(f.commands(abi.RDMA_USER_CM_CMD_DISCONNECT)) == 1 })
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	waitFor(t, func() bool { return errors.Is(c.Err(), ErrDeviceRemoved) })
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := len(f.commands(abi.RDMA_USER_CM_CMD_DISCONNECT)); n != 1 {
+		t.Fatalf("%d DISCONNECTs; after a removal Close must not disconnect again", n)
+	}
+	if len(f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID)) != 1 || released != 1 {
+		t.Fatal("Close did not destroy the id and release the channel once")
+	}
+	if err := c.Close(); err != nil || released != 1 {
+		t.Fatal("second Close is not a no-op")
+	}
+}
+
+// TestConnCloseWaitsForDisconnected: closing an established connection
+// disconnects and waits for DISCONNECTED; without it, Close gives up after
+// CloseTimeout with an error naming the event.
+func TestConnCloseWaitsForDisconnected(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	f.script = func(f *fakeKernel, c fakeCmd) error {
+		if b, ok := c.Body.(*abi.UCMDisconnect); ok {
+			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil) // the peer's DREP
+		}
+		return nil
+	}
+	id, _ := ch.CreateID(PortSpaceTCP)
+	c := newConn(id, (&Options{}).withDefaults(), func() {}, PortSpaceTCP)
+	c.established()
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if !errors.Is(c.Err(), ErrClosed) {
+		t.Fatalf("err after Close: %v", c.Err())
+	}
+	f.script = nil
+	id2, _ := ch.CreateID(PortSpaceTCP)
+	c2 := newConn(id2, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
+	c2.established()
+	err := c2.Close()
+	if err == nil || !strings.Contains(err.Error(), "no DISCONNECTED within") {
+		t.Fatalf("close without an answer: %v", err)
+	}
+	if len(f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID)) != 2 {
+		t.Fatal("the id was not destroyed after the timeout")
+	}
+}

@@ -51,9 +51,11 @@ type Options struct {
 	SigAll bool
 
 	// Caller-owned verbs objects to use instead of creating them. They
-	// must come from the device the connection resolves to (Dial fails
-	// otherwise) and outlive the connection; Close does not destroy them.
-	// With SendCQ or RecvCQ set, set both.
+	// must come from one Context on the device the connection resolves to
+	// (Dial fails otherwise) and outlive the connection; Close does not
+	// destroy them. With SendCQ or RecvCQ set, set both, and PD (whose
+	// Context the CQs must share). CompChannel alone attaches the CQs the
+	// connection creates to the caller's channel.
 	PD          *uverbs.PD
 	SendCQ      *uverbs.CQ
 	RecvCQ      *uverbs.CQ
@@ -155,6 +157,9 @@ func (o *Options) validate() error {
 	}
 	if (o.SendCQ == nil) != (o.RecvCQ == nil) {
 		return fmt.Errorf("cm: set both SendCQ and RecvCQ, or neither")
+	}
+	if (o.SendCQ != nil || o.CompChannel != nil || o.SRQ != nil) && o.PD == nil {
+		return fmt.Errorf("cm: Options.SendCQ, RecvCQ, CompChannel and SRQ need Options.PD (the connection must use their Context)")
 	}
 	if o.MaxInline < 0 {
 		return fmt.Errorf("cm: MaxInline %d is negative", o.MaxInline)

@@ -22,6 +22,8 @@ type device struct {
 	attr uverbs.DeviceAttr
 	refs int // guarded by devicesMu
 	dead bool
+	// external is a Context the caller owns (Options.PD's): never closed here.
+	external bool
 
 	portMu sync.Mutex
 	ports  map[uint8]uverbs.PortAttr
@@ -63,9 +65,29 @@ func acquireDevice(info AddrInfo) (*device, error) {
 	return d, nil
 }
 
+// callerDevice wraps the Context of the caller's PD after checking it is
+// the device the ID resolved to.
+func callerDevice(info AddrInfo, ctx *uverbs.Context) (*device, error) {
+	name, err := deviceName(info)
+	if err != nil {
+		return nil, err
+	}
+	if got := ctx.Device().Name; got != name {
+		return nil, fmt.Errorf("cm: Options.PD is on %s, but the connection resolved to %s: %w", got, name, ErrNoDevice)
+	}
+	attr, err := ctx.QueryDevice()
+	if err != nil {
+		return nil, err
+	}
+	return &device{name: name, ctx: ctx, attr: attr, external: true, ports: map[uint8]uverbs.PortAttr{}}, nil
+}
+
 // release drops one reference; the last closes the Context and everything
 // still on it.
 func (d *device) release() error {
+	if d.external {
+		return nil
+	}
 	devicesMu.Lock()
 	d.refs--
 	last := d.refs == 0
@@ -81,6 +103,9 @@ func (d *device) release() error {
 
 // markDead stops new connections from sharing a device that was removed.
 func (d *device) markDead() {
+	if d.external {
+		return
+	}
 	devicesMu.Lock()
 	d.dead = true
 	if devices[d.name] == d {

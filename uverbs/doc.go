@@ -46,4 +46,17 @@
 // Linux 5.10 or newer with rdma_rxe and ib_uverbs (tested on Debian's 6.1 and
 // 6.12). FLUSH and ATOMIC_WRITE need 6.2+ and return ErrNotSupported before.
 // Registering memory pins it against RLIMIT_MEMLOCK.
+//
+// # Credentials
+//
+// The kernel accepts a command written to a uverbs descriptor only from a
+// thread running with the very credentials the descriptor was opened with
+// (ib_safe_file_access compares the kernel's cred objects, not the IDs);
+// any other write fails with EACCES. Go's syscall.Setuid and syscall.Setgid
+// change the credentials of each thread separately, so afterwards the
+// threads hold different credentials objects: a Context opened before the
+// call fails on every thread, and one opened after it works only from the
+// thread that opened it. Drop privileges before exec instead
+// (syscall.SysProcAttr.Credential, or setpriv/su around the program), so
+// that the process starts with one set of credentials.
 package uverbs

@@ -102,7 +102,8 @@ func ExchangeClient(ctx context.Context, addr string, local Dest) (Dest, error) 
 // ExchangeServer is the server side (pp_server_exch_dest): it accepts one
 // connection on ln, reads the client's Dest, calls connect with it — which
 // should move the QP to RTS, as the C server does before answering — then
-// sends local and waits for the client's confirmation.
+// sends local and waits for the client's confirmation. If ctx ends while it
+// waits in Accept, it closes ln to get out.
 func ExchangeServer(ctx context.Context, ln net.Listener, local Dest, connect func(remote Dest) error) (Dest, error) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	conn, err := ln.Accept()

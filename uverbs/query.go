@@ -20,36 +20,47 @@ import (
 // DeviceAttr is struct ibv_device_attr(_ex), the limits and capabilities of a
 // device.
 type DeviceAttr struct {
-	FwVer            uint64
-	NodeGUID         uint64 // host order
-	SysImageGUID     uint64 // host order
-	MaxMRSize        uint64
-	PageSizeCap      uint64
-	VendorID         uint32
-	VendorPartID     uint32
-	HwVer            uint32
-	MaxQP            int
-	MaxQPWR          int
-	DeviceCapFlags   uint32
-	MaxSGE           int
-	MaxSGERd         int
-	MaxCQ            int
-	MaxCQE           int
-	MaxMR            int
-	MaxPD            int
-	MaxQPRdAtom      int
-	MaxQPInitRdAtom  int
-	MaxResRdAtom     int
-	AtomicCap        uint32 // IB_ATOMIC_NONE, _HCA, _GLOB
-	MaxMW            int
-	MaxAH            int
-	MaxSRQ           int
-	MaxSRQWR         int
-	MaxSRQSGE        int
-	MaxPkeys         int
-	LocalCAAckDelay  uint8
-	PhysPortCnt      int
-	DeviceCapFlagsEx uint64 // 0 when the kernel has no extended query
+	FwVer                 uint64
+	NodeGUID              uint64 // host order
+	SysImageGUID          uint64 // host order
+	MaxMRSize             uint64
+	PageSizeCap           uint64
+	VendorID              uint32
+	VendorPartID          uint32
+	HwVer                 uint32
+	MaxQP                 int
+	MaxQPWR               int
+	DeviceCapFlags        uint32
+	MaxSGE                int
+	MaxSGERd              int
+	MaxCQ                 int
+	MaxCQE                int
+	MaxMR                 int
+	MaxPD                 int
+	MaxQPRdAtom           int
+	MaxEERdAtom           int
+	MaxResRdAtom          int
+	MaxQPInitRdAtom       int
+	MaxEEInitRdAtom       int
+	AtomicCap             uint32 // IB_ATOMIC_NONE, _HCA, _GLOB
+	MaxEE                 int
+	MaxRDD                int
+	MaxMW                 int
+	MaxRawIPv6QP          int
+	MaxRawEthyQP          int
+	MaxMcastGrp           int
+	MaxMcastQPAttach      int
+	MaxTotalMcastQPAttach int
+	MaxAH                 int
+	MaxFMR                int
+	MaxMapPerFMR          int
+	MaxSRQ                int
+	MaxSRQWR              int
+	MaxSRQSGE             int
+	MaxPkeys              int
+	LocalCAAckDelay       uint8
+	PhysPortCnt           int
+	DeviceCapFlagsEx      uint64 // 0 when the kernel has no extended query
 }
 
 func deviceAttrFrom(r *abi.QueryDeviceResp) DeviceAttr {
@@ -60,6 +71,10 @@ func deviceAttrFrom(r *abi.QueryDeviceResp) DeviceAttr {
 		MaxSGE: int(r.MaxSGE), MaxSGERd: int(r.MaxSGERd), MaxCQ: int(r.MaxCQ), MaxCQE: int(r.MaxCQE),
 		MaxMR: int(r.MaxMR), MaxPD: int(r.MaxPD), MaxQPRdAtom: int(r.MaxQPRdAtom),
 		MaxQPInitRdAtom: int(r.MaxQPInitRdAtom), MaxResRdAtom: int(r.MaxResRdAtom), AtomicCap: r.AtomicCap,
+		MaxEERdAtom: int(r.MaxEERdAtom), MaxEEInitRdAtom: int(r.MaxEEInitRdAtom), MaxEE: int(r.MaxEE),
+		MaxRDD: int(r.MaxRDD), MaxRawIPv6QP: int(r.MaxRawIPv6QP), MaxRawEthyQP: int(r.MaxRawEthyQP),
+		MaxMcastGrp: int(r.MaxMcastGrp), MaxMcastQPAttach: int(r.MaxMcastQPAttach),
+		MaxTotalMcastQPAttach: int(r.MaxTotalMcastQPAttach), MaxFMR: int(r.MaxFMR), MaxMapPerFMR: int(r.MaxMapPerFMR),
 		MaxMW: int(r.MaxMW), MaxAH: int(r.MaxAH), MaxSRQ: int(r.MaxSRQ), MaxSRQWR: int(r.MaxSRQWR),
 		MaxSRQSGE: int(r.MaxSRQSGE), MaxPkeys: int(r.MaxPkeys), LocalCAAckDelay: r.LocalCAAckDelay,
 		PhysPortCnt: int(r.PhysPortCnt),
@@ -107,10 +122,16 @@ type PortAttr struct {
 	GIDTblLen     int
 	PortCapFlags  uint32
 	MaxMsgSz      uint32
+	BadPkeyCntr   uint32
+	QkeyViolCntr  uint32
 	PkeyTblLen    int
 	LID           uint16
 	SMLID         uint16
 	LMC           uint8
+	MaxVLNum      uint8 // 1, 2, 3, 4, 5: 1, 2, 4, 8, 15 data VLs
+	SMSL          uint8
+	SubnetTimeout uint8
+	InitTypeReply uint8
 	ActiveWidth   uint8 // abi.IB_WIDTH_*
 	ActiveSpeed   uint8 // abi.IB_SPEED_*
 	PhysState     uint8 // 5 is LINK_UP
@@ -138,7 +159,8 @@ func portAttrFrom(r *abi.QueryPortResp) PortAttr {
 		State: PortState(r.State), MaxMTU: MTU(r.MaxMTU), ActiveMTU: MTU(r.ActiveMTU), GIDTblLen: int(r.GidTblLen),
 		PortCapFlags: r.PortCapFlags, MaxMsgSz: r.MaxMsgSz, PkeyTblLen: int(r.PkeyTblLen), LID: r.LID, SMLID: r.SmLID,
 		LMC: r.LMC, ActiveWidth: r.ActiveWidth, ActiveSpeed: r.ActiveSpeed, PhysState: r.PhysState,
-		LinkLayer: LinkLayer(r.LinkLayer), Flags: r.Flags,
+		LinkLayer: LinkLayer(r.LinkLayer), Flags: r.Flags, BadPkeyCntr: r.BadPkeyCntr, QkeyViolCntr: r.QkeyViolCntr,
+		MaxVLNum: r.MaxVLNum, SMSL: r.SmSL, SubnetTimeout: r.SubnetTimeout, InitTypeReply: r.InitTypeReply,
 	}
 }
 

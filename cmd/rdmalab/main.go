@@ -28,7 +28,8 @@ const usage = `usage:
   rdmalab run [flags] -- CMD ARGS...   run CMD in every lab node; exit with its status
   rdmalab test [flags] PKG...          build PKG's tests on the host, run them in the lab
   rdmalab kernels [-fetch 6.1,6.12]    list (or fetch) the cached lab kernels
-  rdmalab demo [flags]                 two nodes, a C rping across a real RoCEv2 wire
+  rdmalab demo [flags]                 two nodes: rdmacp sends a file over RDMA, verified, vs ib_write_bw
+  rdmalab bench [flags]                rdmaperf vs perftest in the same boot: Markdown/JSON/PNG report
 Run 'rdmalab CMD -h' for the flags of CMD.
 `
 

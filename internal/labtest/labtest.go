@@ -21,6 +21,9 @@ type Env struct {
 	Addr string // this node's IPv4 address
 	Peer string // the other node's address (its own with one node)
 	Dev  string // this node's rxe device, e.g. "rxe0"
+	// Netdev is the network device under Dev, e.g. "v0" (RDMALAB_NETDEV);
+	// "" outside the lab.
+	Netdev string
 }
 
 // Require skips t on a host without RDMA, saying how to run it for real, and
@@ -37,10 +40,11 @@ func Require(t testing.TB) Env {
 		t.Fatal("inside the lab but no /dev/infiniband/uverbs* device: the guest's rxe setup failed")
 	}
 	e := Env{
-		Node: os.Getenv("RDMALAB_NODE"),
-		Addr: os.Getenv("RDMALAB_ADDR"),
-		Peer: os.Getenv("RDMALAB_PEER"),
-		Dev:  os.Getenv("RDMALAB_DEV"),
+		Node:   os.Getenv("RDMALAB_NODE"),
+		Addr:   os.Getenv("RDMALAB_ADDR"),
+		Peer:   os.Getenv("RDMALAB_PEER"),
+		Dev:    os.Getenv("RDMALAB_DEV"),
+		Netdev: os.Getenv("RDMALAB_NETDEV"),
 	}
 	if e.Peer == "" {
 		e.Peer = e.Addr

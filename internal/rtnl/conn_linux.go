@@ -53,6 +53,31 @@ func (c *Conn) SetUp(name string) error {
 	return nil
 }
 
+// SetDown is `ip link set NAME down`.
+func (c *Conn) SetDown(name string) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.c.Execute(RTM_NEWLINK, 0, setUpReq(l.Index, false)); err != nil {
+		return fmt.Errorf("set link %q down: %w", name, err)
+	}
+	return nil
+}
+
+// DelLink is `ip link del NAME`. Deleting one end of a veth pair deletes
+// both.
+func (c *Conn) DelLink(name string) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.c.Execute(RTM_DELLINK, 0, delLinkReq(l.Index)); err != nil {
+		return fmt.Errorf("delete link %q: %w", name, err)
+	}
+	return nil
+}
+
 // AddVeth is `ip link add NAME type veth peer name PEER`.
 func (c *Conn) AddVeth(name, peer string) error {
 	if _, err := c.c.Execute(RTM_NEWLINK, netlink.NLM_F_CREATE|netlink.NLM_F_EXCL, addVethReq(name, peer)); err != nil {

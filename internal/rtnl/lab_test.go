@@ -37,6 +37,15 @@ func TestLabLinks(t *testing.T) {
 	if err := c.AddVeth("tv0", "tv1"); err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		// Deleting one end of a veth pair removes both (runs before c.Close).
+		if err := c.DelLink("tv0"); err != nil {
+			t.Errorf("delete tv0: %v", err)
+		}
+		if _, err := c.LinkByName("tv1"); !errors.Is(err, unix.ENODEV) {
+			t.Errorf("tv1 after deleting tv0: %v, want ENODEV", err)
+		}
+	}()
 	if err := c.AddVeth("tv0", "tv2"); !errors.Is(err, unix.EEXIST) {
 		t.Errorf("adding tv0 twice: %v, want EEXIST", err)
 	}

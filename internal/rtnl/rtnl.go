@@ -1,7 +1,7 @@
 // Copyright 2026 The rdmago Authors.
 
 // Package rtnl is a minimal rtnetlink (NETLINK_ROUTE) client: look up a link by
-// name, set it up, create a veth pair and add an IPv4 address. It is what the
+// name, set it up or down, create or delete a link (veth pairs) and add an IPv4 address. It is what the
 // lab's guest init uses instead of iproute2 (rtnetlink(7)).
 //
 // The request encoders are pure functions tested against golden bytes; Conn
@@ -82,6 +82,12 @@ func setUpReq(index int32, up bool) []byte {
 		flags = IFF_UP
 	}
 	return ifinfomsg(AF_UNSPEC, 0, index, flags, IFF_UP)
+}
+
+// delLinkReq is the RTM_DELLINK payload that deletes link index (`ip link
+// del NAME`: the header alone, no attributes).
+func delLinkReq(index int32) []byte {
+	return ifinfomsg(AF_UNSPEC, 0, index, 0, 0)
 }
 
 // addVethReq is the RTM_NEWLINK payload that creates a veth pair name/peer

@@ -31,6 +31,22 @@ func TestSetUpGolden(t *testing.T) {
 	}
 }
 
+// TestSetDownDelLinkGolden: iproute2 6.1's `ip link set t0 down` and `ip
+// link del t0` (strace -xx on a veth in a private network namespace, t0 at
+// index 5) send a bare struct ifinfomsg: RTM_NEWLINK with flags 0 and change
+// IFF_UP, and RTM_DELLINK with flags and change 0.
+func TestSetDownDelLinkGolden(t *testing.T) {
+	if got := hex.EncodeToString(setUpReq(5, false)); got != "00000000050000000000000001000000" {
+		t.Errorf("set down\n got %s\nwant 00000000050000000000000001000000", got)
+	}
+	if got := hex.EncodeToString(delLinkReq(5)); got != "00000000050000000000000000000000" {
+		t.Errorf("delete link\n got %s\nwant 00000000050000000000000000000000", got)
+	}
+	if got := hex.EncodeToString(delLinkReq(300)); got != "000000002c0100000000000000000000" {
+		t.Errorf("delete link 300: %s (the index is host-endian at offset 4)", got)
+	}
+}
+
 func TestAddAddrGolden(t *testing.T) {
 	want := "0218000005000000" + "080002000a090001" + "080001000a090001" + "080004000a0900ff"
 	got, err := addAddrReq(5, netip.MustParsePrefix("10.9.0.1/24"))

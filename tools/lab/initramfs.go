@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -27,6 +28,7 @@ func BuildGuestInit(ctx context.Context, dir string) ([]byte, error) {
 	out := filepath.Join(dir, "init")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, GuestInitPackage)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Dir = moduleDir()
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {
@@ -37,6 +39,22 @@ func BuildGuestInit(ctx context.Context, dir string) ([]byte, error) {
 		return nil, fmt.Errorf("build the guest init: %w", err)
 	}
 	return b, nil
+}
+
+// moduleDir is the root of the rdmago source tree rdmalab was built from, so
+// the guest init can be built whatever the current directory; "" (the
+// current directory) when the sources are not where the binary says.
+func moduleDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	d := filepath.Dir(filepath.Dir(filepath.Dir(file))) // tools/lab/initramfs.go
+	b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+	if err != nil || !strings.Contains(string(b), "module github.com/rdmago/rdmago\n") {
+		return ""
+	}
+	return d
 }
 
 // Initramfs builds (or finds in the cache) the initramfs for kernel k: the

@@ -99,7 +99,7 @@ func newAPT(cache, codename string, log io.Writer) (*apt, error) {
 		return &apt{log: log}, nil
 	}
 	dir := filepath.Join(cache, "apt", codename)
-	for _, d := range []string{"state/lists/partial", "cache/archives/partial", "sources"} {
+	for _, d := range []string{"state/lists/partial", "cache/archives/partial", "sources", "preferences.d"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("private apt: %w", err)
 		}
@@ -137,10 +137,11 @@ Dir::State::status %q;
 Dir::Cache %q;
 Dir::Etc::SourceList %q;
 Dir::Etc::SourceParts %q;
+Dir::Etc::Preferences %q;
 Dir::Etc::PreferencesParts %q;
 APT::Sandbox::User "root";
 `, filepath.Join(dir, "state"), status, filepath.Join(dir, "cache"), filepath.Join(dir, "none.list"),
-		filepath.Join(dir, "sources"), filepath.Join(dir, "sources"))
+		filepath.Join(dir, "sources"), filepath.Join(dir, "none.pref"), filepath.Join(dir, "preferences.d"))
 	cf := filepath.Join(dir, "apt.conf")
 	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("private apt: %w", err)
@@ -254,11 +255,29 @@ func GetKernel(ctx context.Context, series string, log io.Writer) (*Kernel, erro
 		return k, nil
 	}
 	fmt.Fprintf(log, "rdmalab: fetching kernel %s (linux-image-%s) into %s\n", series, rel, kdir)
-	if err := fetchKernel(ctx, a, kdir, series, rel); err != nil {
+	err = fetchKernel(ctx, a, kdir, series, rel)
+	if errors.Is(err, errDownload) {
+		// The package lists may be older than the mirror, which has moved on
+		// to a newer kernel: refresh, ask again, retry once.
+		if uerr := a.update(ctx); uerr != nil {
+			return nil, fmt.Errorf("%w (and apt-get update failed: %v)", err, uerr)
+		}
+		if rel, err = a.resolve(ctx); err != nil {
+			return nil, fmt.Errorf("find the %s kernel: %w", series, err)
+		}
+		if k, err := kernelFromDir(filepath.Join(kdir, rel)); err == nil {
+			return k, nil
+		}
+		err = fetchKernel(ctx, a, kdir, series, rel)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return kernelFromDir(filepath.Join(kdir, rel))
 }
+
+// errDownload marks a failed apt-get download.
+var errDownload = errors.New("apt-get download failed")
 
 func fetchKernel(ctx context.Context, a *apt, kdir, series, rel string) error {
 	tmp, err := os.MkdirTemp(kdir, ".fetch-")
@@ -278,13 +297,7 @@ func fetchKernel(ctx context.Context, a *apt, kdir, series, rel string) error {
 		return errors.Join(errs...)
 	}
 	if err := download(); err != nil {
-		// The lists may be older than the mirror: refresh once and retry.
-		if uerr := a.update(ctx); uerr != nil {
-			return fmt.Errorf("download kernel %s: %w (and apt-get update failed: %v)", rel, err, uerr)
-		}
-		if err := download(); err != nil {
-			return fmt.Errorf("download kernel %s: %w", rel, err)
-		}
+		return fmt.Errorf("download kernel %s: %w: %w", rel, errDownload, err)
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if len(debs) != 1 {

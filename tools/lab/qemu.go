@@ -328,7 +328,7 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		if n == 2 && i == 0 {
 			// Node 1 connects to node 0's socket: wait until it listens.
 			for t := 0; !listening(port); t++ {
-				if t > 200 {
+				if t > 1200 { // 30 s: qemu sets its netdevs up before the guest starts
 					return l.nodeErr(nd, fmt.Errorf("qemu never listened on 127.0.0.1:%d", port))
 				}
 				select {

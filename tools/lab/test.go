@@ -121,7 +121,11 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 		return ok, nil
 	}
 
-	shares, _, err := defaultShares(opts.Shares)
+	extra := opts.Shares
+	if underTmp(bindir) {
+		extra = append(extra, bindir) // a cache under /tmp: share it, /tmp is the guest's own
+	}
+	shares, _, err := defaultShares(extra)
 	if err != nil {
 		return false, err
 	}

@@ -29,6 +29,7 @@ type Link struct {
 	Logf, Debugf func(format string, args ...any)
 
 	pending []uverbs.WC
+	stash   []uverbs.WC // receive completions that arrived while Await wanted another
 	buf     [8]uverbs.WC
 }
 
@@ -152,11 +153,17 @@ func (l *Link) arm() error {
 	return nil
 }
 
-// Await returns the next completion of opcode op (a receive when op is
-// uverbs.WCRecv), passing over successful completions of other work (send
-// completions of messages already sent). Other completions are handed to
-// skip when it is set.
+// Await returns the next successful completion of opcode op. Receive
+// completions of another opcode are kept for a later Await; completions of
+// other sends (messages already sent, whose completion nobody waits for)
+// are handed to skip when it is set, and dropped.
 func (l *Link) Await(ctx context.Context, op uverbs.WCOpcode, skip func(uverbs.WC)) (uverbs.WC, error) {
+	for i, wc := range l.stash {
+		if wc.Opcode == op {
+			l.stash = append(l.stash[:i], l.stash[i+1:]...)
+			return wc, nil
+		}
+	}
 	for {
 		wc, err := l.Next(ctx)
 		if err != nil {
@@ -164,6 +171,10 @@ func (l *Link) Await(ctx context.Context, op uverbs.WCOpcode, skip func(uverbs.W
 		}
 		if wc.Opcode == op {
 			return wc, nil
+		}
+		if wc.Opcode.IsRecv() {
+			l.stash = append(l.stash, wc)
+			continue
 		}
 		if skip != nil {
 			skip(wc)

@@ -1,0 +1,255 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/rdma"
+)
+
+// memNet is an in-memory network: one listener, any number of dialers.
+type memNet struct {
+	mu    sync.Mutex
+	ln    *transfer.MemListener
+	ready chan struct{}
+	// failDial, when set, is what Dial returns.
+	failDial error
+}
+
+func newMemNet() *memNet { return &memNet{ready: make(chan struct{})} }
+
+func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ln = transfer.NewMemListener()
+	n.ln.Config.MaxSlots = cfg.MaxSlots
+	close(n.ready)
+	return n.ln, nil
+}
+
+func (n *memNet) Dial(ctx context.Context, addr string, cfg rdma.Config, wait time.Duration) (transfer.Transport, int, error) {
+	if n.failDial != nil {
+		return nil, 3, n.failDial
+	}
+	select {
+	case <-n.ready:
+	case <-time.After(wait):
+		return nil, 0, cm.ErrNoListener
+	}
+	t, err := n.ln.Dial(ctx, transfer.MemConfig{MaxSlots: cfg.MaxSlots})
+	return t, 0, err
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(ctx context.Context, nw network, args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, nw, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func TestSendRecvOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "d", "e"), 0o755)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 50000)
+	os.WriteFile(filepath.Join(src, "d", "e", "big"), big, 0o600)
+	os.WriteFile(filepath.Join(src, "d", "small"), []byte("small"), 0o644)
+	dst := t.TempDir()
+	nw := newMemNet()
+	rc := make(chan result, 1)
+	go func() { rc <- runCmd(ctx, nw, "recv", "--once", "--json", "--slots", "4", "--slot-size", "64K", dst) }()
+	s := runCmd(ctx, nw, "send", "--json", filepath.Join(src, "d"), "somehost")
+	r := <-rc
+	if s.code != 0 || r.code != 0 {
+		t.Fatalf("send exit %d (%s); recv exit %d (%s)", s.code, s.stderr, r.code, r.stderr)
+	}
+	var ss sendSummary
+	if err := json.Unmarshal([]byte(s.stdout), &ss); err != nil {
+		t.Fatalf("send --json: %v: %q", err, s.stdout)
+	}
+	if !ss.OK || ss.Verified != 4 || ss.Bytes != int64(len(big)+5) || ss.Peer != "somehost:18517" {
+		t.Errorf("send summary %+v", ss)
+	}
+	var bigSum fileSummary
+	for _, f := range ss.Files {
+		if f.Name == "d/e/big" {
+			bigSum = f
+		}
+	}
+	if len(bigSum.SHA256) != 64 || !bigSum.Verified || bigSum.Seconds <= 0 {
+		t.Errorf("big: %+v", bigSum)
+	}
+	var rs recvSummary
+	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil {
+		t.Fatalf("recv --json: %v: %q", err, r.stdout)
+	}
+	if !rs.OK || rs.Verified != 4 || rs.Bytes != ss.Bytes {
+		t.Errorf("recv summary %+v", rs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "d", "e", "big")); !bytes.Equal(b, big) {
+		t.Error("big differs")
+	}
+	// Not a terminal: no progress bar, no chatter on success.
+	if strings.Contains(s.stderr, "\r") || s.stderr != "" {
+		t.Errorf("send wrote to a non-terminal stderr: %q", s.stderr)
+	}
+}
+
+func TestSendExitStatusWhenRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "f"), []byte("new"), 0o644)
+	dst := t.TempDir()
+	os.WriteFile(filepath.Join(dst, "f"), []byte("old"), 0o644)
+	nw := newMemNet()
+	rc := make(chan result, 1)
+	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
+	s := runCmd(ctx, nw, "send", filepath.Join(src, "f"), "host:1234")
+	r := <-rc
+	if s.code != 1 || r.code != 1 {
+		t.Errorf("exit codes send %d recv %d, want 1 and 1", s.code, r.code)
+	}
+	if !strings.Contains(s.stderr, "already exists on the receiver") || !strings.Contains(s.stderr, "--force") {
+		t.Errorf("send's message does not say what to do: %q", s.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "old" {
+		t.Error("overwritten")
+	}
+}
+
+func TestSendErrorsExplained(t *testing.T) {
+	ctx := context.Background()
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{cm.ErrNoListener, "start `rdmacp recv DIR` there"},
+		{cm.ErrAddrResolution, "interface with an RDMA device"},
+		{transfer.ErrPeerGone, "--resume"},
+	} {
+		nw := newMemNet()
+		nw.failDial = tc.err
+		r := runCmd(ctx, nw, "send", "--json", f, "h")
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.err, r.code, r.stderr, tc.want)
+		}
+		var ss sendSummary
+		if json.Unmarshal([]byte(r.stdout), &ss) != nil || ss.OK || ss.Error == "" || ss.DialRetries != 3 {
+			t.Errorf("%v: json %q", tc.err, r.stdout)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		nil, {"frobnicate"}, {"send"}, {"send", "onlyhost"}, {"recv"}, {"recv", "a", "b"},
+		{"send", "--slots", "0", "f", "h"}, {"send", "--slot-size", "12Q", "f", "h"}, {"recv", filepath.Join(t.TempDir(), "missing")},
+	} {
+		if r := runCmd(ctx, newMemNet(), args...); r.code != 2 || r.stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, r.code, r.stderr)
+		}
+	}
+	for _, cmd := range []string{"send", "recv"} {
+		if r := runCmd(ctx, newMemNet(), cmd, "-h"); r.code != 0 || !strings.Contains(r.stderr, "--") && !strings.Contains(r.stderr, "-slot-size") {
+			t.Errorf("%s -h: exit %d, %q", cmd, r.code, r.stderr)
+		}
+	}
+	c := common{slotSize: 1 << 20, window: 8 << 20, depth: 64}
+	if err := c.check(); err != nil || c.slots != 8 {
+		t.Errorf("--window 8M --slot-size 1M: slots %d, %v", c.slots, err)
+	}
+	if r := runCmd(ctx, newMemNet(), "send", "--psk-file", "/nonexistent", "f", "h"); r.code != 1 || !strings.Contains(r.stderr, "pre-shared key") {
+		t.Errorf("missing psk file: %+v", r)
+	}
+}
+
+func TestPSKFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	key, other := filepath.Join(dir, "key"), filepath.Join(dir, "other")
+	os.WriteFile(key, []byte("aaaaaaaaaaaaaaaaaaaaaaaa\n"), 0o600)
+	os.WriteFile(other, []byte("bbbbbbbbbbbbbbbbbbbbbbbb\n"), 0o600)
+	src := filepath.Join(dir, "f")
+	os.WriteFile(src, []byte("secret"), 0o600)
+	for _, tc := range []struct {
+		sendKey string
+		code    int
+	}{{key, 0}, {other, 1}} {
+		dst := t.TempDir()
+		nw := newMemNet()
+		rc := make(chan result, 1)
+		go func() { rc <- runCmd(ctx, nw, "recv", "--once", "--psk-file", key, dst) }()
+		s := runCmd(ctx, nw, "send", "--psk-file", tc.sendKey, src, "h")
+		r := <-rc
+		if s.code != tc.code || r.code != tc.code {
+			t.Errorf("key %s: exit send %d recv %d, want %d (%s / %s)", filepath.Base(tc.sendKey), s.code, r.code, tc.code, s.stderr, r.stderr)
+		}
+		if tc.code != 0 && !strings.Contains(s.stderr, "pre-shared key") {
+			t.Errorf("wrong key: %q", s.stderr)
+		}
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("short"), 0o600)
+	if r := runCmd(ctx, newMemNet(), "send", "--psk-file", short, src, "h"); r.code != 1 || !strings.Contains(r.stderr, "at least 16") {
+		t.Errorf("short key: %+v", r)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"4096": 4096, "64K": 64 << 10, "1M": 1 << 20, "1MiB": 1 << 20, "2G": 2 << 30, "3k": 3072, "1MB": 1 << 20} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1Q", "99999999999T"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	b := newProgress(&buf, true)
+	b.now = func() time.Time { return now }
+	for i := int64(0); i <= 10; i++ {
+		now = now.Add(200 * time.Millisecond)
+		b.update(transfer.Progress{Name: "f", Done: i * 1 << 20, Total: 10 << 20, Items: 1})
+	}
+	line := b.line()
+	for _, want := range []string{"100%", "10.0 MiB / 10.0 MiB", "5.0 MiB/s", "1/1 f"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("progress line %q lacks %q", line, want)
+		}
+	}
+	b.p.Done = 5 << 20
+	if line := b.line(); !strings.Contains(line, "ETA 1s") || !strings.Contains(line, " 50%") {
+		t.Errorf("half-way line %q", line)
+	}
+	b.finish()
+	if !strings.HasSuffix(buf.String(), "\n") || !strings.Contains(buf.String(), "\r") {
+		t.Errorf("bar output %q", buf.String())
+	}
+}

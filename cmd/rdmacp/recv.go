@@ -1,0 +1,154 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/rdma"
+)
+
+func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rdmacp recv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rdmacp recv [flags] DIR")
+		fs.PrintDefaults()
+	}
+	var c common
+	c.register(fs)
+	listen := fs.String("listen", fmt.Sprintf("0.0.0.0:%d", rdma.DefaultPort), "listen on `ADDR[:PORT]` (0.0.0.0: every RDMA device)")
+	once := fs.Bool("once", false, "serve one sender, then exit (0 only if all its files were verified)")
+	force := fs.Bool("force", false, "replace existing files (never directories)")
+	var maxSize size = transfer.DefaultMaxFileSize
+	fs.Var(&maxSize, "max-size", "refuse files larger than `SIZE` (e.g. 10G)")
+	maxFiles := fs.Int("max-files", transfer.DefaultMaxFiles, "refuse more than `N` files on one connection")
+	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "serve at most `N` senders at once")
+	idle := fs.Duration("idle-timeout", transfer.DefaultIdleTimeout, "drop a sender that says nothing for this long")
+	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "rdmacp recv: need exactly one destination DIR")
+		fs.Usage()
+		return 2
+	}
+	if err := c.check(); err != nil {
+		fmt.Fprintf(stderr, "rdmacp recv: %v\n", err)
+		return 2
+	}
+	dir := pos[0]
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("not a directory")
+		}
+		fmt.Fprintf(stderr, "rdmacp recv: destination %s: %v: create the directory first\n", dir, err)
+		return 2
+	}
+	psk, err := c.psk()
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmacp recv: %v\n", err)
+		return 2
+	}
+	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
+		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, IdleTimeout: *idle}
+	ln, err := nw.Listen(ctx, rdma.WithDefaultPort(*listen), c.rdmaConfig(stderr))
+	if err != nil {
+		report(stderr, "", err, *listen)
+		return 1
+	}
+	defer ln.Close()
+	if !c.quiet {
+		fmt.Fprintf(stderr, "rdmacp: receiving into %s on %s\n", dir, ln.Addr())
+	}
+
+	var mu sync.Mutex // one connection's lines at a time
+	onConn := func(rep *transfer.ConnReport, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		recvReport(stdout, stderr, &c, rep, err)
+	}
+	if *once {
+		t, err := ln.Accept(ctx)
+		if err != nil {
+			report(stderr, "", err, *listen)
+			return 1
+		}
+		rep, err := r.ServeConn(ctx, t)
+		t.Close()
+		onConn(rep, err)
+		if err != nil || !rep.OK() {
+			return 1
+		}
+		return 0
+	}
+	if err := r.Serve(ctx, ln, onConn); err != nil && !errors.Is(err, context.Canceled) {
+		report(stderr, "", err, *listen)
+		return 1
+	}
+	return 0
+}
+
+// recvSummary is recv's --json output: one line per connection.
+type recvSummary struct {
+	OK         bool          `json:"ok"`
+	Peer       string        `json:"peer,omitempty"`
+	Files      []fileSummary `json:"files"`
+	Verified   int           `json:"verified"`
+	Bytes      int64         `json:"bytes"`
+	Seconds    float64       `json:"seconds"`
+	Throughput float64       `json:"throughput_bytes_per_second"`
+	PeakRSS    int64         `json:"peak_rss_bytes,omitempty"`
+	Error      string        `json:"error,omitempty"`
+}
+
+func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, err error) {
+	s := recvSummary{Files: []fileSummary{}}
+	if rep != nil {
+		s.Peer, s.Bytes, s.Seconds = rep.Peer, rep.Bytes, rep.Duration.Seconds()
+		for _, f := range rep.Files {
+			s.Files = append(s.Files, fileSum(f))
+			if f.Verified {
+				s.Verified++
+			}
+			if f.Err != nil {
+				report(stderr, f.Name, f.Err, rep.Peer)
+			}
+		}
+		if s.Seconds > 0 {
+			s.Throughput = float64(rep.Bytes) / s.Seconds
+		}
+	}
+	s.OK = err == nil && rep.OK()
+	s.PeakRSS = peakRSS()
+	from := "a sender"
+	if s.Peer != "" {
+		from = s.Peer
+	}
+	if err != nil {
+		s.Error = err.Error()
+		fmt.Fprintf(stderr, "rdmacp: %s: %v\n", from, err)
+		if h := hint(err, from); h != "" && !errors.Is(err, transfer.ErrProtocol) {
+			fmt.Fprintf(stderr, "rdmacp:   %s\n", h)
+		}
+	}
+	if !c.quiet {
+		fmt.Fprintf(stderr, "rdmacp: from %s: %d of %d items verified, %s in %v (%s)\n",
+			from, s.Verified, len(s.Files), humanBytes(s.Bytes), time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond), humanRate(s.Throughput))
+	}
+	if c.json {
+		writeJSON(stdout, s)
+	}
+}

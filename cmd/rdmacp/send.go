@@ -1,0 +1,189 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/rdma"
+)
+
+func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rdmacp send", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: rdmacp send [flags] FILE|DIR... HOST[:PORT]   (default port %d)\n", rdma.DefaultPort)
+		fs.PrintDefaults()
+	}
+	var c common
+	c.register(fs)
+	resume := fs.Bool("resume", false, "continue partial copies the receiver kept from an interrupted transfer (both ends' prefixes are compared by SHA-256)")
+	retries := fs.Int("retries", 1, "send a file again up to `N` times when it fails verification")
+	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens")
+	pos, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(pos) < 2 {
+		fmt.Fprintln(stderr, "rdmacp send: need at least one FILE or DIR and the receiver's HOST[:PORT]")
+		fs.Usage()
+		return 2
+	}
+	if err := c.check(); err != nil {
+		fmt.Fprintf(stderr, "rdmacp send: %v\n", err)
+		return 2
+	}
+	peer := rdma.WithDefaultPort(pos[len(pos)-1])
+	paths := pos[:len(pos)-1]
+	sum := &sendSummary{Peer: peer, Files: []fileSummary{}}
+	fail := func(err error) int {
+		sum.Error = err.Error()
+		report(stderr, "", err, peer)
+		if c.json {
+			writeJSON(stdout, sum)
+		}
+		return 1
+	}
+	psk, err := c.psk()
+	if err != nil {
+		return fail(err)
+	}
+	items, skipped, err := transfer.Plan(paths...)
+	if err != nil {
+		return fail(err)
+	}
+	for _, s := range skipped {
+		if !c.quiet {
+			fmt.Fprintf(stderr, "rdmacp: skipping %s: only regular files and directories are sent\n", s)
+		}
+	}
+
+	t, dialRetries, err := nw.Dial(ctx, peer, c.rdmaConfig(stderr), *wait)
+	sum.DialRetries = dialRetries
+	if err != nil {
+		return fail(err)
+	}
+	bar := newProgress(stderr, !c.quiet && isTerminal(stderr))
+	s := &transfer.Sender{PSK: psk, Resume: *resume, Slots: c.slots, SlotSize: int(c.slotSize), Retries: *retries, Progress: bar.update}
+	rep, err := s.Send(ctx, t, items)
+	bar.finish()
+	if cerr := t.Close(); cerr != nil && c.verbose {
+		fmt.Fprintf(stderr, "rdmacp: close: %v\n", cerr)
+	}
+
+	sum.fill(rep)
+	sum.PeakRSS = peakRSS()
+	ok := err == nil && rep.OK(len(items))
+	sum.OK = ok
+	for _, f := range rep.Files {
+		if f.Err != nil {
+			report(stderr, f.Name, f.Err, peer)
+		}
+	}
+	if err != nil {
+		sum.Error = err.Error()
+		report(stderr, "", err, peer)
+		if n := len(items) - len(rep.Files); n > 0 {
+			fmt.Fprintf(stderr, "rdmacp: %d of %d items not sent\n", n, len(items))
+		}
+	}
+	if !c.quiet && isTerminal(stderr) {
+		verdict := "all verified"
+		if !ok {
+			verdict = fmt.Sprintf("%d of %d verified", sum.Verified, len(items))
+		}
+		fmt.Fprintf(stderr, "rdmacp: %d items, %s moved in %v (%s), %s\n", len(items), humanBytes(rep.Bytes), rep.Duration.Round(time.Millisecond), humanRate(sum.Throughput), verdict)
+	}
+	if c.json {
+		writeJSON(stdout, sum)
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+// report prints one error and, once per kind, what to do about it.
+func report(w io.Writer, name string, err error, peer string) {
+	if name != "" {
+		fmt.Fprintf(w, "rdmacp: %s: %v\n", name, err)
+	} else {
+		fmt.Fprintf(w, "rdmacp: %v\n", err)
+	}
+	if h := hint(err, peer); h != "" {
+		fmt.Fprintf(w, "rdmacp:   %s\n", h)
+	}
+}
+
+// sendSummary is send's --json output.
+type sendSummary struct {
+	OK          bool          `json:"ok"`
+	Peer        string        `json:"peer"`
+	Files       []fileSummary `json:"files"`
+	Verified    int           `json:"verified"`
+	Bytes       int64         `json:"bytes"`
+	Seconds     float64       `json:"seconds"`
+	Throughput  float64       `json:"throughput_bytes_per_second"`
+	Retries     int           `json:"retries"`
+	DialRetries int           `json:"dial_retries"`
+	PeakRSS     int64         `json:"peak_rss_bytes,omitempty"`
+	Error       string        `json:"error,omitempty"`
+}
+
+type fileSummary struct {
+	Name     string  `json:"name"`
+	Kind     string  `json:"kind"`
+	Size     int64   `json:"size"`
+	Offset   int64   `json:"resumed_from,omitempty"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	SHA256   string  `json:"sha256,omitempty"`
+	Verified bool    `json:"verified"`
+	Retries  int     `json:"retries,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Code     string  `json:"code,omitempty"`
+}
+
+func fileSum(f transfer.FileResult) fileSummary {
+	fsum := fileSummary{Name: f.Name, Kind: f.Kind.String(), Size: f.Size, Offset: f.Offset, Bytes: f.Bytes,
+		Seconds: f.Duration.Seconds(), Verified: f.Verified, Retries: f.Retries}
+	if f.Kind == transfer.KindFile && f.Digest != [transfer.DigestSize]byte{} {
+		fsum.SHA256 = fmt.Sprintf("%x", f.Digest)
+	}
+	if f.Err != nil {
+		fsum.Error = f.Err.Error()
+		var e *transfer.Error
+		if errors.As(f.Err, &e) {
+			fsum.Code = e.Code.String()
+		}
+	}
+	return fsum
+}
+
+func (s *sendSummary) fill(rep *transfer.Report) {
+	s.Files = []fileSummary{}
+	if rep == nil {
+		return
+	}
+	for _, f := range rep.Files {
+		s.Files = append(s.Files, fileSum(f))
+		if f.Verified {
+			s.Verified++
+		}
+	}
+	s.Bytes = rep.Bytes
+	s.Retries = rep.Retries
+	s.Seconds = rep.Duration.Seconds()
+	if s.Seconds > 0 {
+		s.Throughput = float64(rep.Bytes) / s.Seconds
+	}
+}

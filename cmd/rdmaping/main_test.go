@@ -1,0 +1,60 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestExpandArgs(t *testing.T) {
+	got := expandArgs([]string{"-vVd", "-C", "3", "-a", "10.0.0.1", "-s", "--mode", "send", "-Vx"})
+	want := []string{"-v", "-V", "-d", "-C", "3", "-a", "10.0.0.1", "-s", "--mode", "send", "-Vx"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+		port int
+	}{
+		{[]string{"-s"}, "", 7174},
+		{[]string{"-c", "-a", "10.0.0.1", "-vV", "-C", "3"}, "", 7174},
+		{[]string{"-c"}, "needs the server's address", 0},
+		{[]string{"-s", "-c"}, "exactly one", 0},
+		{[]string{"-a", "x"}, "exactly one", 0},
+		{[]string{"-s", "--mode", "rdmacs"}, "", 7471},
+		{[]string{"-s", "--mode", "write", "--tcp"}, "", 18515},
+		{[]string{"-s", "--tcp"}, "demo modes", 0},
+		{[]string{"-s", "--ud", "--mode", "send"}, "takes no --mode", 0},
+		{[]string{"-s", "--mode", "nope"}, "unknown --mode", 0},
+		{[]string{"-s", "-p", "70000"}, "out of range", 0},
+		{[]string{"-s", "extra"}, "unexpected arguments", 0},
+	} {
+		c, err := parse(tc.args)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want an error with %q", tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if c.port != tc.port {
+			t.Errorf("%q: port %d, want %d", tc.args, c.port, tc.port)
+		}
+	}
+}
+
+func TestBadSizeFailsBeforeConnecting(t *testing.T) {
+	// rping's -S range is checked before any device is touched.
+	if code := run([]string{"-s", "-S", "10"}); code != 1 {
+		t.Fatalf("run with -S 10: exit %d, want 1", code)
+	}
+}

@@ -1,0 +1,42 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestLabModes runs every demo mode Go to Go, over rdma_cm and over the
+// TCP exchange, and the UD and rdma_server/rdma_client modes.
+func TestLabModes(t *testing.T) {
+	r := labRole(t)
+	for i, m := range []string{"send", "send-imm", "write", "write-imm", "read", "atomic"} {
+		want := []string{m + ": 5 iterations of"}
+		for j, tcp := range []bool{false, true} {
+			name, extra := m+"/cm", []string{}
+			if tcp {
+				name, extra = m+"/tcp", []string{"--tcp"}
+			}
+			port := fmt.Sprint(7400 + 2*i + j)
+			t.Run(name, func(t *testing.T) {
+				args := append([]string{"--mode", m, "-C", "5", "-S", "300", "-p", port, "--timeout", "60s"}, extra...)
+				pair(t, r, append([]string{"-s", "-a", r.bind}, args...), true, want,
+					append([]string{"-c", "-a", r.addr}, args...), true, want)
+			})
+		}
+	}
+	t.Run("ud", func(t *testing.T) {
+		want := []string{"data transfers complete"}
+		pair(t, r, []string{"--ud", "-s", "-a", r.bind, "-p", "7420", "-C", "4", "-S", "500"}, true, want,
+			[]string{"--ud", "-c", "-a", r.addr, "-p", "7420", "-C", "4", "-S", "500"}, true, want)
+	})
+	t.Run("rdmacs", func(t *testing.T) {
+		pair(t, r, []string{"--mode", "rdmacs", "-s", "-a", r.bind, "-p", "7421"}, true, []string{`received "rdmaping rdmacs!"`, "end 0"},
+			[]string{"--mode", "rdmacs", "-c", "-a", r.addr, "-p", "7421"}, true, []string{`received "rdmaping rdmacs!"`, "end 0"})
+	})
+	t.Run("rping", func(t *testing.T) {
+		pair(t, r, []string{"-s", "-a", r.bind, "-p", "7422", "-C", "5", "-S", "1000"}, true, nil,
+			[]string{"-c", "-a", r.addr, "-p", "7422", "-C", "5", "-S", "1000", "-V", "-v"}, true, []string{"ping data: rdma-ping-4: "})
+	})
+}

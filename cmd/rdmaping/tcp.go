@@ -1,0 +1,197 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/uverbs"
+)
+
+// localAddrTo returns the source address the kernel picks towards peer.
+func localAddrTo(peer string, port int) (netip.Addr, error) {
+	u, err := net.Dial("udp", hostPort(peer, port))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	defer u.Close()
+	ap, err := netip.ParseAddrPort(u.LocalAddr().String())
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return ap.Addr().Unmap(), nil
+}
+
+// openForTCP opens the device and finds the local RoCE v2 GID: the one of
+// the local address (the client's source towards the server, the server's
+// -a), or with neither the device's first IPv4 RoCE v2 GID.
+func (c *config) openForTCP() (*uverbs.Context, uverbs.GIDEntry, error) {
+	var local netip.Addr
+	var err error
+	switch {
+	case c.client:
+		if local, err = localAddrTo(c.addr, c.port); err != nil {
+			return nil, uverbs.GIDEntry{}, fmt.Errorf("find the local address towards %s: %w", c.addr, err)
+		}
+	case c.addr != "":
+		if local, err = netip.ParseAddr(c.addr); err != nil {
+			return nil, uverbs.GIDEntry{}, fmt.Errorf("-a %q: %w", c.addr, err)
+		}
+	}
+	var ctx *uverbs.Context
+	switch {
+	case c.dev != "":
+		ctx, err = uverbs.Open(c.dev)
+	case local.IsValid() && !local.IsUnspecified():
+		ctx, err = uverbs.OpenByIP(local)
+	default:
+		ctx, err = uverbs.Open("")
+	}
+	if err != nil {
+		return nil, uverbs.GIDEntry{}, err
+	}
+	var g uverbs.GIDEntry
+	if local.IsValid() && !local.IsUnspecified() {
+		g, err = ctx.GIDForIP(1, local)
+	} else {
+		var ents []uverbs.GIDEntry
+		if ents, err = ctx.GIDTable(1); err == nil {
+			err = fmt.Errorf("no IPv4 RoCE v2 GID on %s: %w", ctx.Device().Name, uverbs.ErrNoGID)
+			for _, e := range ents {
+				if e.Type == uverbs.GIDTypeRoCEv2 && e.GID.Addr().Is4() {
+					g, err = e, nil
+					break
+				}
+			}
+		}
+	}
+	if err != nil {
+		ctx.Close()
+		return nil, g, err
+	}
+	return ctx, g, nil
+}
+
+// runDemoTCP runs a demo on a QP connected with ibv_rc_pingpong's
+// out-of-band TCP exchange of LID, QPN, PSN and GID (uverbs.ExchangeClient
+// and ExchangeServer) instead of rdma_cm.
+func runDemoTCP(ctx context.Context, c *config) error {
+	d, err := c.demo()
+	if err != nil {
+		return err
+	}
+	logf := c.logf()
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	// The server listens before setting up the device so a client started
+	// at the same time finds it.
+	var ln net.Listener
+	if c.server {
+		if ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+	dev, gid, err := c.openForTCP()
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	logf("verbs: device %s, GID %v (index %d, %v)", dev.Device().Name, gid.GID, gid.Index, gid.Type)
+	port, err := dev.QueryPort(1)
+	if err != nil {
+		return err
+	}
+	pd, err := dev.AllocPD()
+	if err != nil {
+		return err
+	}
+	logf("verbs: allocated PD")
+	ch, err := dev.CreateCompChannel()
+	if err != nil {
+		return err
+	}
+	cq, err := dev.CreateCQ(2*d.Depth(), &uverbs.CQOptions{Channel: ch})
+	if err != nil {
+		return err
+	}
+	logf("verbs: created completion channel and CQ (%d entries)", cq.CQE())
+	qp, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq,
+		Cap: uverbs.QPCap{MaxSendWR: d.Depth(), MaxRecvWR: d.Depth(), MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return err
+	}
+	logf("verbs: created %v QP %#x", qp.Type(), qp.Num())
+	if err := qp.ModifyToInit(1, demoAccess, 0); err != nil {
+		return err
+	}
+	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
+	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Channel: ch, Logf: c.logf(), Debugf: c.debugf(),
+		RegMR: func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
+			mr, err := pd.RegMR(b, a)
+			if err == nil {
+				logf("verbs: registered MR of %d bytes (lkey %#x, rkey %#x, %v)", len(b), mr.LKey(), mr.RKey(), a)
+			}
+			return mr, err
+		}}
+	if err := d.Setup(link); err != nil {
+		return err
+	}
+	var psnb [4]byte
+	rand.Read(psnb[:])
+	local := uverbs.Dest{LID: port.LID, QPN: qp.Num(), PSN: binary.LittleEndian.Uint32(psnb[:]) & 0xffffff, GID: gid.GID}
+	opts := uverbs.DefaultConnectOpts()
+	opts.SGIDIndex = uint8(gid.Index)
+	opts.MTU = port.ActiveMTU
+	connect := func(remote uverbs.Dest) error {
+		logf("tcp: peer LID %#x QPN %#x PSN %#x GID %v", remote.LID, remote.QPN, remote.PSN, remote.GID)
+		if err := qp.Connect(remote, local.PSN, &opts); err != nil {
+			return err
+		}
+		logf("verbs: QP %#x -> %v -> %v (dest qp %#x, mtu %v, sgid index %d)", qp.Num(), uverbs.QPSRTR, uverbs.QPSRTS, remote.QPN, opts.MTU, opts.SGIDIndex)
+		return nil
+	}
+	logf("tcp: local LID %#x QPN %#x PSN %#x GID %v", local.LID, local.QPN, local.PSN, local.GID)
+	if c.client {
+		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), local)
+		if err != nil {
+			return err
+		}
+		if err := connect(remote); err != nil {
+			return err
+		}
+		return d.Client(ctx)
+	}
+	logf("tcp: waiting for the client's exchange on %v", ln.Addr())
+	if _, err := uverbs.ExchangeServer(ctx, ln, local, connect); err != nil {
+		return err
+	}
+	return d.Server(ctx)
+}
+
+// exchangeRetry is uverbs.ExchangeClient, retried for up to 10 s while the
+// server is not listening yet (ibv_rc_pingpong's client gives up at once).
+func exchangeRetry(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		remote, err := uverbs.ExchangeClient(ctx, addr, local)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+			return remote, err
+		}
+		select {
+		case <-ctx.Done():
+			return remote, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,283 @@
+// Copyright 2026 The rdmago Authors.
+
+package devinfo
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/internal/sysfs"
+)
+
+// TestShowFixtures renders each lab-captured tree with sysfs alone (no
+// netlink, no uverbs) and compares it, field by field, with ibv_devinfo and
+// ibv_devinfo -v captured in the same boot.
+func TestShowFixtures(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			root := fixtureRoot(t, name)
+			// The fixture keeps eight GID slots; ibv_devinfo saw the
+			// whole table.
+			b, _ := os.ReadFile(filepath.Join(root, "sys/class/infiniband/rxe0/ports/1/gid_tbl_len.capture"))
+			tbl := strings.TrimSpace(string(b))
+			s := &System{FS: sysfs.New(root)}
+			infos, err := s.Show("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(infos) != 1 || infos[0].Netdevs[0] != "v0" {
+				t.Fatalf("infos %+v", infos)
+			}
+			for _, verbose := range []bool{false, true} {
+				var buf bytes.Buffer
+				WriteShow(&buf, infos, verbose)
+				ours := strings.Replace(buf.String(), "gid_tbl_len:\t\t8", "gid_tbl_len:\t\t"+tbl, 1)
+				file := "ibv_devinfo.txt"
+				if verbose {
+					file = "ibv_devinfo-v.txt"
+				}
+				ref, err := os.ReadFile(filepath.Join("testdata", name, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				absent := union(absentWithoutVerbs, absentWithVerbs)
+				// Without netlink the capability flags are unknown too.
+				absent["device_cap_flags"], absent["device_cap_flags names"] = true, true
+				n := compareDevinfo(t, ours, string(ref), absent)
+				t.Logf("verbose=%v: %d fields agree with %s", verbose, n, file)
+				if verbose && n < 15 {
+					t.Errorf("only %d fields compared", n)
+				}
+			}
+		})
+	}
+}
+
+func TestKV(t *testing.T) {
+	var b bytes.Buffer
+	kv(&b, 1, "transport", 40, "x")
+	kv(&b, 1, "max_total_mcast_qp_attach", 40, "y")
+	kv(&b, 3, "state", 48, "z")
+	kv(&b, 3, "port_cap_flags2", 48, "w")
+	kv(&b, 0, "hca_id", 8, "rxe0")
+	want := "\ttransport:\t\t\tx\n\tmax_total_mcast_qp_attach:\ty\n\t\t\tstate:\t\t\tz\n\t\t\tport_cap_flags2:\tw\nhca_id:\trxe0\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+func TestDecoders(t *testing.T) {
+	names, unknown := DeviceCapNames(0x01223c76 | 1<<30)
+	if strings.Join(names, ",") != "BAD_PKEY_CNTR,BAD_QKEY_CNTR,AUTO_PATH_MIG,CHANGE_PHY_PORT,UD_AV_PORT_ENFORCE,PORT_ACTIVE_EVENT,SYS_IMAGE_GUID,RC_RNR_NAK_GEN,SRQ_RESIZE,MEM_WINDOW,MEM_MGT_EXTENSIONS,MEM_WINDOW_TYPE_2B" || unknown != 1<<30 {
+		t.Errorf("cap names %v unknown %#x", names, unknown)
+	}
+	for rate, want := range map[string][2]int{"10 Gb/sec (1X FDR10)": {1, 8}, "2.5 Gb/sec (1X)": {1, 1},
+		"100 Gb/sec (4X EDR)": {2, 32}, "56 Gb/sec (4X FDR)": {2, 16}} {
+		w, s, ok := ParseRate(rate)
+		if !ok || w != want[0] || s != want[1] {
+			t.Errorf("%q: %d %d %v", rate, w, s, ok)
+		}
+	}
+	if _, _, ok := ParseRate("fast"); ok {
+		t.Error("a rate without (WIDTH SPEED) was accepted")
+	}
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 0, 4176: 4096, 4175: 2048} {
+		if got := MTUBytes(RXEActiveMTU(mtu)); got != want {
+			t.Errorf("netdev MTU %d: active %d, want %d", mtu, got, want)
+		}
+	}
+	if FWString(0x0001000200000003) != "1.2.3" && FWString(0x100020003) != "1.2.3" {
+		t.Errorf("fw %s", FWString(0x100020003))
+	}
+}
+
+func TestDevicesFixtures(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			s := &System{FS: sysfs.New(fixtureRoot(t, name))}
+			devs, err := s.Devices()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			WriteDevices(&buf, devs)
+			ref, err := os.ReadFile(filepath.Join("testdata", name, "ibv_devices.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != string(ref) {
+				t.Errorf("ours:\n%s\nibv_devices:\n%s", buf.String(), ref)
+			}
+		})
+	}
+}
+
+func TestRates(t *testing.T) {
+	prev := []Counter{{Dev: "rxe0", Port: 1, Kind: "hw", Name: "sent_pkts", Value: 100},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "rcvd_pkts", Value: 50}}
+	cur := []Counter{{Dev: "rxe0", Port: 1, Kind: "hw", Name: "sent_pkts", Value: 300},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "rcvd_pkts", Value: 10},
+		{Dev: "rxe0", Port: 1, Kind: "hw", Name: "new", Value: 7}}
+	got := Rates(prev, cur, 2*time.Second)
+	if got[0].Rate != 100 || got[1].Rate != 0 || got[2].Rate != 0 || got[0].Value != 300 {
+		t.Errorf("rates %+v", got)
+	}
+	if cur[0].Rate != 0 {
+		t.Error("Rates changed its input")
+	}
+	var buf bytes.Buffer
+	WriteCounters(&buf, got, true)
+	if !strings.Contains(buf.String(), "sent_pkts  300    100.0") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+}
+
+func TestCountersFixtures(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			s := &System{FS: sysfs.New(fixtureRoot(t, name))}
+			cs, err := s.Counters("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, _ := os.ReadDir(filepath.Join("../sysfs/testdata", name, "sys/class/infiniband/rxe0/ports/1/hw_counters"))
+			if len(cs) != len(names) || len(cs) < 10 {
+				t.Fatalf("%d counters, the capture has %d files", len(cs), len(names))
+			}
+			for i, c := range cs {
+				if c.Kind != "hw" || c.Dev != "rxe0" || c.Port != 1 || (i > 0 && cs[i-1].Name >= c.Name) {
+					t.Errorf("counter %d: %+v", i, c)
+				}
+			}
+			if _, err := s.Counters("nope"); err == nil {
+				t.Error("counters of a missing device")
+			}
+		})
+	}
+}
+
+// TestShowVerboseWithVerbs renders each lab capture with uverbs attributes
+// taken from the numbers its ibv_devinfo -v printed, and checks that
+// rdmainfo formats every one of them as ibv_devinfo does, leaves out only
+// the -v sections it does not print (absentWithVerbs), and prints the lines
+// in ibv_devinfo's order.
+func TestShowVerboseWithVerbs(t *testing.T) {
+	for _, name := range labFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join("testdata", name, "ibv_devinfo-v.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps, err := parseDevinfo(string(ref))
+			if err != nil || len(dumps) != 1 {
+				t.Fatalf("ibv_devinfo -v: %d devices, %v", len(dumps), err)
+			}
+			s := &System{FS: sysfs.New(fixtureRoot(t, name)), Verbs: fixedVerbs{verbsFromDump(t, dumps[0])}}
+			infos, err := s.Show("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			WriteShow(&buf, infos, true)
+			n := compareDevinfo(t, buf.String(), string(ref), absentWithVerbs)
+			if n < 60 {
+				t.Errorf("only %d fields compared", n)
+			}
+			ours, theirs := keyOrder(buf.String()), keyOrder(string(ref))
+			if o, r := strings.Join(common(ours, theirs), " "), strings.Join(common(theirs, ours), " "); o != r {
+				t.Errorf("line order differs\nrdmainfo:    %s\nibv_devinfo: %s", o, r)
+			}
+			if t.Failed() {
+				t.Logf("rdmainfo:\n%s", buf.String())
+			}
+		})
+	}
+}
+
+type fixedVerbs struct{ v VerbsInfo }
+
+func (f fixedVerbs) Query(string) (VerbsInfo, error) { return f.v, nil }
+
+// verbsFromDump builds the uverbs answer from the numbers of an ibv_devinfo
+// dump: "0x1f", "42", or the code in parentheses ("PORT_ACTIVE (4)").
+func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
+	t.Helper()
+	num := func(m map[string]string, k string) uint64 {
+		t.Helper()
+		v, ok := m[k]
+		if !ok {
+			t.Fatalf("ibv_devinfo printed no %s", k)
+		}
+		if i := strings.LastIndexByte(v, '('); i >= 0 {
+			v = strings.TrimSuffix(v[i+1:], ")")
+		}
+		n, err := strconv.ParseUint(v, 0, 64)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", k, m[k], err)
+		}
+		return n
+	}
+	f := d.Fields
+	i := func(k string) int { return int(num(f, k)) }
+	a := DeviceAttr{
+		VendorID: uint32(num(f, "vendor_id")), VendorPartID: uint32(num(f, "vendor_part_id")),
+		HWVer: uint32(num(f, "hw_ver")), PhysPortCnt: i("phys_port_cnt"), MaxMRSize: num(f, "max_mr_size"),
+		PageSizeCap: num(f, "page_size_cap"), MaxQP: i("max_qp"), MaxQPWR: i("max_qp_wr"),
+		DeviceCapFlags: uint32(num(f, "device_cap_flags")), MaxSGE: i("max_sge"), MaxSGERD: i("max_sge_rd"),
+		MaxCQ: i("max_cq"), MaxCQE: i("max_cqe"), MaxMR: i("max_mr"), MaxPD: i("max_pd"),
+		MaxQPRdAtom: i("max_qp_rd_atom"), MaxEERdAtom: i("max_ee_rd_atom"), MaxResRdAtom: i("max_res_rd_atom"),
+		MaxQPInitRdAtom: i("max_qp_init_rd_atom"), MaxEEInitRdAtom: i("max_ee_init_rd_atom"),
+		AtomicCap: uint32(num(f, "atomic_cap")), MaxEE: i("max_ee"), MaxRDD: i("max_rdd"), MaxMW: i("max_mw"),
+		MaxRawIPv6QP: i("max_raw_ipv6_qp"), MaxRawEthyQP: i("max_raw_ethy_qp"), MaxMcastGrp: i("max_mcast_grp"),
+		MaxMcastQPAttach: i("max_mcast_qp_attach"), MaxTotalMcastQPAttach: i("max_total_mcast_qp_attach"),
+		MaxAH: i("max_ah"), MaxFMR: i("max_fmr"), MaxSRQ: i("max_srq"), MaxSRQWR: i("max_srq_wr"),
+		MaxSRQSGE: i("max_srq_sge"), MaxPkeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
+	}
+	v := VerbsInfo{Device: a, NumCompVectors: i("num_comp_vectors")}
+	for pi, p := range d.Ports {
+		u8 := func(k string) uint8 { return uint8(num(p, k)) }
+		v.Ports = append(v.Ports, PortAttr{
+			Port: pi + 1, State: u8("state"), MaxMTU: u8("max_mtu"), ActiveMTU: u8("active_mtu"),
+			GIDTblLen: int(num(p, "gid_tbl_len")), PortCapFlags: uint32(num(p, "port_cap_flags")),
+			PortCapFlags2: uint16(num(p, "port_cap_flags2")), MaxMsgSz: uint32(num(p, "max_msg_sz")),
+			MaxVLNum: u8("max_vl_num"), BadPkeyCntr: uint32(num(p, "bad_pkey_cntr")),
+			QkeyViolCntr: uint32(num(p, "qkey_viol_cntr")), PkeyTblLen: int(num(p, "pkey_tbl_len")),
+			SubnetTimeout: u8("subnet_timeout"), InitTypeReply: u8("init_type_reply"),
+			LID: uint16(num(p, "port_lid")), SMLID: uint16(num(p, "sm_lid")), LMC: u8("port_lmc"),
+			ActiveWidth: u8("active_width"), ActiveSpeed: u8("active_speed"), PhysState: u8("phys_state"),
+			LinkLayer: 2,
+		})
+	}
+	return v
+}
+
+// keyOrder lists the keys of an ibv_devinfo-style dump in the order printed.
+func keyOrder(text string) []string {
+	var keys []string
+	for _, l := range strings.Split(text, "\n") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(l), ":"); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// common returns the elements of a that b contains, in a's order.
+func common(a, b []string) []string {
+	in := map[string]bool{}
+	for _, k := range b {
+		in[k] = true
+	}
+	var out []string
+	for _, k := range a {
+		if in[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}

@@ -1,0 +1,40 @@
+// Copyright 2026 The rdmago Authors.
+
+package trace
+
+import (
+	"unsafe"
+
+	"github.com/rdmago/rdmago/abi"
+)
+
+// Offsets and sizes taken from abi's structs at compile time (unsafe.Offsetof
+// only; nothing is dereferenced here).
+var (
+	sizeofUCMCmdHdr = int16(unsafe.Sizeof(abi.UCMCmdHdr{}))
+
+	// defaultUCMResp lists the ucma commands whose responses the return probe
+	// reads: where the response pointer sits in the command and how much of
+	// the response is worth reading (the fixed head of the struct).
+	defaultUCMResp = []respRead{
+		{Cmd: abi.RDMA_USER_CM_CMD_CREATE_ID,
+			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMCreateID{}.Response)),
+			Size:   int32(unsafe.Sizeof(abi.UCMCreateIDResp{}))},
+		{Cmd: abi.RDMA_USER_CM_CMD_DESTROY_ID,
+			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMDestroyID{}.Response)),
+			Size:   int32(unsafe.Sizeof(abi.UCMDestroyIDResp{}))},
+		{Cmd: abi.RDMA_USER_CM_CMD_GET_EVENT,
+			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMGetEvent{}.Response)),
+			Size:   int32(unsafe.Offsetof(abi.UCMEventResp{}.Param))},
+	}
+
+	// Fields of rdma_ucm_event_resp the formatter decodes.
+	ucmEventRespID     = int(unsafe.Offsetof(abi.UCMEventResp{}.ID))
+	ucmEventRespEvent  = int(unsafe.Offsetof(abi.UCMEventResp{}.Event))
+	ucmEventRespStatus = int(unsafe.Offsetof(abi.UCMEventResp{}.Status))
+
+	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
+	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))
+	sizeofIoctlHdr    = int(unsafe.Sizeof(abi.IoctlHdr{}))
+	sizeofIoctlAttr   = int(unsafe.Sizeof(abi.IoctlAttr{}))
+)

@@ -1,0 +1,36 @@
+// Copyright 2026 The rdmago Authors.
+
+// Package trace is the engine of rdmatrace: eBPF programs, written with
+// cilium/ebpf's asm package (no C, no clang, no bpf2go), that show what any
+// process does with RDMA, and the decoders that turn their records into
+// strace-like lines, JSON and summaries.
+//
+// What is probed (kernel 5.8+ with kprobes and BTF; checked on Debian's 6.1
+// and 6.12 in the lab):
+//
+//   - kprobe+kretprobe ib_uverbs_write: the ib_uverbs_cmd_hdr and the first
+//     bytes of the command are read from the user buffer (bpf_probe_read_user)
+//     at entry; at return the duration, the return value (negative errno) and,
+//     for successful commands with a response, the first bytes of the response
+//     (the pointer is the command's first u64, also for extended commands).
+//   - kprobe+kretprobe ib_uverbs_ioctl: the ib_uverbs_ioctl_hdr (object,
+//     method, attribute count) and the first attributes; INVOKE_WRITE is named
+//     after the write command it carries.
+//   - kprobe+kretprobe ib_uverbs_mmap: vm_pgoff and length (struct
+//     vm_area_struct offsets from vmlinux BTF), and the result.
+//   - kprobe+kretprobe ucma_write: the rdma_ucm command and, for CREATE_ID,
+//     DESTROY_ID and GET_EVENT, the response (so every process's CM events).
+//   - tracepoint rdma_cma:cm_event_handler: event, status, cm_id, addresses,
+//     with field offsets parsed from the tracepoint's format file.
+//   - counting kprobes on the rxe functions of RXEFuncs present in
+//     /proc/kallsyms, keyed by QP number where BTF (rdma_rxe's split BTF, then
+//     vmlinux) shows how to reach it from the arguments.
+//
+// The uverbs device of every call is found from file->f_inode->i_rdev. The
+// entry probes keep their record in a hash map keyed by pid_tgid; the shared
+// return probe completes it and sends it through a ring buffer. The pid and
+// comm filters run in the kernel.
+//
+// Names come from package abi (ABINames); the Names interface lets a caller
+// substitute its own.
+package trace

@@ -1,0 +1,474 @@
+// Copyright 2026 The rdmago Authors.
+
+package trace
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a Tracer.
+type Options struct {
+	PID  int    // trace only this process (tgid); 0 traces all
+	Comm string // trace only processes with this command name; "" traces all
+
+	// NoRXE skips the rxe data-path probes.
+	NoRXE bool
+	// NoCM skips the rdma_cma:cm_event_handler tracepoint.
+	NoCM bool
+	// RingBytes is the ring buffer size (a power of two, at least a page);
+	// 0 means 1 MiB.
+	RingBytes int
+}
+
+// Probe is the state of one attach point.
+type Probe struct {
+	Name     string // "kprobe:ib_uverbs_write", "tracepoint:rdma_cma:cm_event_handler", ...
+	Attached bool
+	Err      error  // why it is not attached
+	Note     string // what it records (rxe: how the QPN is found)
+}
+
+// Tracer owns the eBPF maps, programs and links. Create it with New, read
+// events with Read, and Close it (which detaches everything).
+type Tracer struct {
+	maps   map[string]*ebpf.Map
+	progs  []*ebpf.Program
+	links  []link.Link
+	rd     *ringbuf.Reader
+	probes []Probe
+	rxe    []rxePlan
+	closed bool
+	// tracefsMounted is set when New mounted tracefs; Close unmounts it.
+	tracefsMounted string
+}
+
+// New loads and attaches the probes: kprobes and kretprobes on
+// ib_uverbs_write, ib_uverbs_ioctl, ib_uverbs_mmap (module ib_uverbs) and
+// ucma_write (rdma_ucm), the tracepoint rdma_cma:cm_event_handler, and
+// counting kprobes on the rxe functions of RXEFuncs that the running kernel
+// has. A probe that cannot be attached (module not loaded, function absent)
+// is recorded in Probes and skipped; New fails only when nothing at all could
+// be attached or the kernel lacks BPF. It needs root (CAP_BPF and
+// CAP_PERFMON), Linux 5.8+ (ring buffer, bpf_probe_read_user) with kprobes,
+// and tracefs (mounted at /sys/kernel/tracing for the Tracer's lifetime when
+// missing). The caller must Close the Tracer.
+func New(opts Options) (_ *Tracer, err error) {
+	if !regsSupported {
+		return nil, fmt.Errorf("kprobe argument layout unknown on this architecture (amd64 and arm64 are supported)")
+	}
+	if opts.PID < 0 {
+		return nil, fmt.Errorf("bad pid %d", opts.PID)
+	}
+	if len(opts.Comm) >= commLen {
+		return nil, fmt.Errorf("comm %q is longer than the kernel's %d-byte command names", opts.Comm, commLen-1)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raise RLIMIT_MEMLOCK: %w", err)
+	}
+	t := &Tracer{maps: map[string]*ebpf.Map{}}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	if err := t.createMaps(opts.RingBytes); err != nil {
+		return nil, err
+	}
+	// Before any attach: cilium/ebpf remembers where tracefs is (or that it
+	// is missing) the first time it looks.
+	tracefs, mounted, tracefsErr := tracefsDir()
+	if mounted {
+		t.tracefsMounted = tracefs
+	}
+	f := filter{PID: uint32(opts.PID), Comm: opts.Comm}
+
+	ko := unknownOffsets
+	var vmlinux *btf.Spec
+	if spec, err := btf.LoadKernelSpec(); err == nil {
+		vmlinux = spec
+		ko, _ = kernelOffsetsFrom(spec) // unknown offsets only drop details
+	}
+
+	ret, err := retProg(defaultUCMResp)
+	if err != nil {
+		return nil, err
+	}
+	retP, retErr := t.load("rdmatrace_ret", ebpf.Kprobe, ret)
+
+	type entry struct {
+		sym   string
+		name  string
+		build func() (asm.Instructions, error)
+		what  string
+	}
+	entries := []entry{
+		{"ib_uverbs_write", "uverbs_write", func() (asm.Instructions, error) { return verbsWriteEntry(KindVerbsWrite, f, ko) },
+			"uverbs write() commands: name, header, response"},
+		{"ib_uverbs_ioctl", "uverbs_ioctl", func() (asm.Instructions, error) { return verbsIoctlEntry(f, ko) },
+			"RDMA_VERBS_IOCTL: object, method, attributes"},
+		{"ib_uverbs_mmap", "uverbs_mmap", func() (asm.Instructions, error) { return verbsMmapEntry(f, ko) },
+			"mmap of rings: offset and length"},
+		{"ucma_write", "ucma_write", func() (asm.Instructions, error) { return verbsWriteEntry(KindUCMWrite, f, ko) },
+			"rdma_cm commands: name, response"},
+	}
+	for _, e := range entries {
+		p := Probe{Name: "kprobe:" + e.sym, Note: e.what}
+		if retErr != nil {
+			p.Err = retErr
+			t.probes = append(t.probes, p)
+			continue
+		}
+		insns, err := e.build()
+		if err == nil {
+			var prog *ebpf.Program
+			if prog, err = t.load("rdmatrace_"+e.name, ebpf.Kprobe, insns); err == nil {
+				// The return probe first: an entry never waits for a missing return.
+				var rl, el link.Link
+				if rl, err = link.Kretprobe(e.sym, retP, nil); err == nil {
+					t.links = append(t.links, rl)
+					if el, err = link.Kprobe(e.sym, prog, nil); err == nil {
+						t.links = append(t.links, el)
+					}
+				}
+			}
+		}
+		p.Attached, p.Err = err == nil, probeError(e.sym, err)
+		t.probes = append(t.probes, p)
+	}
+
+	if !opts.NoCM {
+		p := Probe{Name: "tracepoint:rdma_cma:cm_event_handler", Note: "CM events: name, status, cm_id, addresses"}
+		p.Err = tracefsErr
+		if p.Err == nil {
+			p.Err = t.attachCMEvent(tracefs)
+		}
+		p.Attached = p.Err == nil
+		t.probes = append(t.probes, p)
+	}
+
+	if !opts.NoRXE {
+		t.attachRXE(vmlinux)
+	}
+
+	attached := false
+	for _, p := range t.probes {
+		attached = attached || p.Attached
+	}
+	if !attached {
+		var errs []string
+		for _, p := range t.probes {
+			errs = append(errs, fmt.Sprintf("%s: %v", p.Name, p.Err))
+		}
+		return nil, fmt.Errorf("no probe could be attached (are ib_uverbs/rdma_ucm loaded?):\n  %s",
+			strings.Join(errs, "\n  "))
+	}
+	if t.rd, err = ringbuf.NewReader(t.maps[mapEvents]); err != nil {
+		return nil, fmt.Errorf("open ring buffer reader: %w", err)
+	}
+	return t, nil
+}
+
+func probeError(sym string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s is not in this kernel (module not loaded?): %w", sym, err)
+	}
+	return err
+}
+
+// mapSpecs are the maps the programs share.
+func mapSpecs(ringBytes int) map[string]*ebpf.MapSpec {
+	if ringBytes == 0 {
+		ringBytes = 1 << 20
+	}
+	return map[string]*ebpf.MapSpec{
+		mapInflight:  {Name: "rdmatrace_infl", Type: ebpf.Hash, KeySize: 8, ValueSize: recSize, MaxEntries: 4096},
+		mapEvents:    {Name: "rdmatrace_evts", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)},
+		mapStats:     {Name: "rdmatrace_stat", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: statCount},
+		mapRXECounts: {Name: "rdmatrace_rxe", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 8192},
+	}
+}
+
+func (t *Tracer) createMaps(ringBytes int) error {
+	if ringBytes != 0 && (ringBytes < os.Getpagesize() || ringBytes&(ringBytes-1) != 0) {
+		return fmt.Errorf("ring buffer size %d must be a power of two of at least a page", ringBytes)
+	}
+	for name, spec := range mapSpecs(ringBytes) {
+		m, err := ebpf.NewMap(spec)
+		if err != nil {
+			return fmt.Errorf("create map %s: %w", name, err)
+		}
+		t.maps[name] = m
+	}
+	return nil
+}
+
+// load associates the program's map references with the tracer's maps and
+// loads it.
+func (t *Tracer) load(name string, typ ebpf.ProgramType, insns asm.Instructions) (*ebpf.Program, error) {
+	prog, err := loadProgram(name, typ, insns, t.maps)
+	if err != nil {
+		return nil, err
+	}
+	t.progs = append(t.progs, prog)
+	return prog, nil
+}
+
+func loadProgram(name string, typ ebpf.ProgramType, insns asm.Instructions, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	insns = slices.Clone(insns)
+	for ref := range insns.ReferenceOffsets() {
+		m, ok := maps[ref]
+		if !ok {
+			continue // a jump label
+		}
+		if err := insns.AssociateMap(ref, m); err != nil {
+			return nil, fmt.Errorf("program %s: map %s: %w", name, ref, err)
+		}
+	}
+	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+		Name:         name,
+		Type:         typ,
+		License:      "GPL",
+		Instructions: insns,
+	}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("load program %s: %w", name, err)
+	}
+	return prog, nil
+}
+
+// tracefsDir finds the tracefs mount, mounting it at /sys/kernel/tracing when
+// there is none (mounted is then true).
+func tracefsDir() (dir string, mounted bool, err error) {
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// id parent major:minor root mountpoint opts ... - fstype source superopts
+			fields := strings.Fields(sc.Text())
+			if i := slices.Index(fields, "-"); i > 4 && i+1 < len(fields) && fields[i+1] == "tracefs" && fields[3] == "/" {
+				return fields[4], false, nil
+			}
+		}
+	}
+	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
+			return d, false, nil
+		}
+	}
+	const d = "/sys/kernel/tracing"
+	if err := unix.Mount("tracefs", d, "tracefs", 0, ""); err != nil {
+		return "", false, fmt.Errorf("tracefs is not mounted and mounting it at %s failed: %w (mount -t tracefs tracefs %s)", d, err, d)
+	}
+	return d, true, nil
+}
+
+func (t *Tracer) attachCMEvent(dir string) error {
+	f, err := os.Open(filepath.Join(dir, "events/rdma_cma/cm_event_handler/format"))
+	if err != nil {
+		return fmt.Errorf("rdma_cma:cm_event_handler (module rdma_cm not loaded?): %w", err)
+	}
+	fields, err := parseTPFormat(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	cf, err := cmEventFieldsFrom(fields)
+	if err != nil {
+		return err
+	}
+	insns, err := cmEventProg(cf)
+	if err != nil {
+		return err
+	}
+	prog, err := t.load("rdmatrace_cmev", ebpf.TracePoint, insns)
+	if err != nil {
+		return err
+	}
+	l, err := link.Tracepoint("rdma_cma", "cm_event_handler", prog, nil)
+	if err != nil {
+		return fmt.Errorf("attach tracepoint rdma_cma:cm_event_handler: %w", err)
+	}
+	t.links = append(t.links, l)
+	return nil
+}
+
+func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
+	var syms map[string]bool
+	if f, err := os.Open("/proc/kallsyms"); err == nil {
+		syms, _ = moduleSymbols(f, "rdma_rxe")
+		f.Close()
+	}
+	if len(syms) == 0 {
+		t.probes = append(t.probes, Probe{Name: "kprobe:rxe_*", Err: fmt.Errorf("module rdma_rxe is not loaded (no rdma_rxe symbols in /proc/kallsyms)")})
+		return
+	}
+	var mod typeFinder
+	if vmlinux != nil {
+		if spec, err := btf.LoadKernelModuleSpec("rdma_rxe"); err == nil {
+			mod = chain{spec, vmlinux}
+		}
+	}
+	t.rxe = planRXE(mod, RXEFuncs)
+	for _, p := range t.rxe {
+		pr := Probe{Name: "kprobe:" + p.Func, Note: p.How}
+		if !syms[p.Func] {
+			pr.Err = fmt.Errorf("%s is not a function of this kernel's rdma_rxe", p.Func)
+			t.probes = append(t.probes, pr)
+			continue
+		}
+		insns, err := rxeCounter(p.ID, p.QP, p.CQE)
+		if err == nil {
+			var prog *ebpf.Program
+			if prog, err = t.load("rdmatrace_rxe", ebpf.Kprobe, insns); err == nil {
+				var l link.Link
+				if l, err = link.Kprobe(p.Func, prog, nil); err == nil {
+					t.links = append(t.links, l)
+				}
+			}
+		}
+		pr.Attached, pr.Err = err == nil, probeError(p.Func, err)
+		t.probes = append(t.probes, pr)
+	}
+}
+
+// Probes reports every attach point New tried.
+func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
+
+// Read waits for the next event until ctx is done.
+func (t *Tracer) Read(ctx context.Context) (Event, error) {
+	if t.closed || t.rd == nil {
+		return Event{}, fmt.Errorf("read: %w", os.ErrClosed)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Event{}, err
+		}
+		t.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		rec, err := t.rd.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return Event{}, fmt.Errorf("read ring buffer: %w", err)
+		}
+		return DecodeEvent(rec.RawSample)
+	}
+}
+
+// Lost returns the events dropped because the ring buffer was full and the
+// calls not recorded because the in-flight table was full.
+func (t *Tracer) Lost() (ringFull, inflightFull uint64, err error) {
+	m := t.maps[mapStats]
+	if m == nil {
+		return 0, 0, os.ErrClosed
+	}
+	if err := m.Lookup(uint32(statDrops), &ringFull); err != nil {
+		return 0, 0, fmt.Errorf("read stats: %w", err)
+	}
+	if err := m.Lookup(uint32(statInflightFull), &inflightFull); err != nil {
+		return 0, 0, fmt.Errorf("read stats: %w", err)
+	}
+	return ringFull, inflightFull, nil
+}
+
+// RXECount is the number of hits of one rxe function for one QP.
+type RXECount struct {
+	Func  string
+	QPN   uint32 // QPNUnknown when the QP could not be read
+	Error bool   // rxe_cq_post: completions with a non-success status
+	Count uint64
+}
+
+// QPNUnknown is RXECount.QPN when the probe could not read the QP number.
+const QPNUnknown = qpnUnknown
+
+// RXECounts returns the rxe hit counts so far, sorted by function then QPN.
+func (t *Tracer) RXECounts() ([]RXECount, error) {
+	m := t.maps[mapRXECounts]
+	if m == nil {
+		return nil, os.ErrClosed
+	}
+	var out []RXECount
+	var key [2]uint32
+	var val uint64
+	it := m.Iterate()
+	for it.Next(&key, &val) {
+		id := key[0] &^ rxeErrorBit
+		if int(id) >= len(t.rxe) {
+			continue
+		}
+		out = append(out, RXECount{Func: t.rxe[id].Func, QPN: key[1], Error: key[0]&rxeErrorBit != 0, Count: val})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read rxe counts: %w", err)
+	}
+	slices.SortFunc(out, func(a, b RXECount) int {
+		if a.Func != b.Func {
+			return strings.Compare(a.Func, b.Func)
+		}
+		if a.QPN != b.QPN {
+			return int(int64(a.QPN) - int64(b.QPN))
+		}
+		if a.Error == b.Error {
+			return 0
+		}
+		if a.Error {
+			return 1
+		}
+		return -1
+	})
+	return out, nil
+}
+
+// Close detaches every probe and frees the programs and maps. It is
+// idempotent.
+func (t *Tracer) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	for i := len(t.links) - 1; i >= 0; i-- {
+		errs = append(errs, t.links[i].Close())
+	}
+	t.links = nil
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+	}
+	for _, p := range t.progs {
+		errs = append(errs, p.Close())
+	}
+	t.progs = nil
+	for _, m := range t.maps {
+		errs = append(errs, m.Close())
+	}
+	t.maps = map[string]*ebpf.Map{}
+	if t.tracefsMounted != "" {
+		if err := unix.Unmount(t.tracefsMounted, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount the tracefs New mounted at %s: %w", t.tracefsMounted, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package transfer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkTransfer moves a 64 MiB file through the whole core (read, hash,
+// write, fsync, verify) over the in-memory transport: the protocol's own
+// cost, without RDMA.
+func BenchmarkTransfer(b *testing.B) {
+	for _, slotSize := range []int{64 << 10, 1 << 20} {
+		b.Run(humanSlot(slotSize), func(b *testing.B) {
+			src := benchDir(b)
+			const size = 64 << 20
+			if err := os.WriteFile(filepath.Join(src, "f"), randBytes(1, size), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			items, _, err := Plan(filepath.Join(src, "f"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(size)
+			for b.Loop() {
+				dst := benchDir(b)
+				st, rt := MemPipe(MemConfig{}, MemConfig{})
+				done := make(chan error, 1)
+				go func() {
+					_, err := (&Receiver{Dir: dst, Slots: 16, SlotSize: slotSize}).ServeConn(context.Background(), rt)
+					done <- err
+				}()
+				rep, err := (&Sender{}).Send(context.Background(), st, items)
+				st.Close()
+				if err != nil || !rep.OK(1) {
+					b.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchDir is a temporary directory on RDMAGO_BENCH_DIR's file system when
+// set (e.g. /dev/shm, to measure the protocol rather than the disk).
+func benchDir(b *testing.B) string {
+	base := os.Getenv("RDMAGO_BENCH_DIR")
+	if base == "" {
+		return b.TempDir()
+	}
+	d, err := os.MkdirTemp(base, "transfer-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func humanSlot(n int) string {
+	if n >= 1<<20 {
+		return "slot=" + itoa(n>>20) + "MiB"
+	}
+	return "slot=" + itoa(n>>10) + "KiB"
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}

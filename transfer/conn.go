@@ -1,0 +1,118 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// conn wraps a Transport with message encoding, decoding and the idle
+// timeout; both ends use it.
+type conn struct {
+	t    Transport
+	idle time.Duration
+	buf  []byte
+	last []byte // the raw bytes of the last message received (for AUTH)
+	// failed is set once an ERROR went out: one per connection.
+	failed bool
+}
+
+func newConn(t Transport, idle time.Duration) *conn {
+	return &conn{t: t, idle: idle, buf: make([]byte, 0, MaxMessageSize)}
+}
+
+// send encodes and sends m.
+func (c *conn) send(ctx context.Context, m Message) error {
+	b, err := Append(c.buf[:0], m)
+	if err != nil {
+		return &Error{Code: CodeInternal, Text: err.Error()}
+	}
+	c.buf = b
+	if err := c.t.Send(ctx, b); err != nil {
+		return fmt.Errorf("send %v: %w", m.Type(), err)
+	}
+	return nil
+}
+
+// recv waits (at most the idle timeout) for the next arrival: a decoded
+// message, or a write (nil Message). An ERROR from the peer comes back as a
+// remote *Error.
+func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
+	rctx, cancel := ctx, context.CancelFunc(nil)
+	if c.idle > 0 {
+		rctx, cancel = context.WithTimeout(ctx, c.idle)
+	}
+	a, err := c.t.Receive(rctx)
+	if cancel != nil {
+		cancel()
+	}
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, a, fmt.Errorf("%w: nothing from the peer for %v", ErrPeerGone, c.idle)
+		}
+		return nil, a, err
+	}
+	if a.Write {
+		return nil, a, nil
+	}
+	c.last = a.Msg
+	m, err := Decode(a.Msg)
+	if err != nil {
+		return nil, a, err
+	}
+	if e, ok := m.(*ErrorMsg); ok {
+		return nil, a, &Error{Code: e.Code, Text: e.Text, Remote: true}
+	}
+	return m, a, nil
+}
+
+// fail tells the peer about a fatal local error (best effort, briefly) and
+// returns err. Errors the peer sent, and broken connections, are not echoed.
+func (c *conn) fail(ctx context.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Remote || c.failed {
+		return err
+	}
+	c.failed = true
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = c.send(sctx, &ErrorMsg{Code: e.Code, Text: truncText(e.Text)})
+	return err
+}
+
+// unexpected is the protocol error for message m (nil: a write) arriving
+// where it does not belong.
+func unexpected(m Message, where string) error {
+	if m == nil {
+		return protoErrorf("unexpected data write %s", where)
+	}
+	return protoErrorf("unexpected %v %s", m.Type(), where)
+}
+
+// explain looks, briefly, for an ERROR the peer sent before the connection
+// failed with err (a write into a window the peer already withdrew after
+// finding fault, say), so the failure is reported by its cause.
+func (c *conn) explain(ctx context.Context, err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) || ctx.Err() != nil {
+		return err
+	}
+	ectx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	for range 4 * (MaxSlots + ControlDepth) {
+		a, rerr := c.t.Receive(ectx)
+		if rerr != nil {
+			break
+		}
+		if a.Write {
+			continue
+		}
+		if m, derr := Decode(a.Msg); derr == nil {
+			if em, ok := m.(*ErrorMsg); ok {
+				return fmt.Errorf("%w (then: %v)", &Error{Code: em.Code, Text: em.Text, Remote: true}, err)
+			}
+		}
+	}
+	return err
+}

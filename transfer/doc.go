@@ -1,0 +1,63 @@
+// Package transfer is rdmacp's file protocol: files and directories sent
+// over RDMA Write into a bounded window, verified end to end, written
+// atomically. The core here knows nothing of RDMA; it drives a Transport
+// (package transfer/rdma over cm and uverbs, or MemPipe in tests).
+//
+// # Protocol
+//
+// Control messages go by SEND/RECV; each is a 12-byte header (magic "RDCP",
+// wire version, type, payload length) and a length-checked payload (see
+// wire.go for the layouts). Data goes by RDMA_WRITE_WITH_IMM into a window of
+// slots the receiver exposes for one transfer at a time. A connection runs:
+//
+//	sender                                  receiver
+//	HELLO(versions, nonce, window wish) →
+//	                                      ← HELLO(version, nonce, window limit)
+//	AUTH(HMAC sender)                   →          (only with a pre-shared key;
+//	                                      ← AUTH(HMAC receiver)  both checked)
+//	per item:
+//	FILE(id, name, size, mode, mtime, resume?) →
+//	                                      ← RESULT(error)              rejected, or
+//	                                      ← RESUME-OFFSET(len, sha256 of partial)
+//	RESUME-OFFSET(len or 0)             →          (only when len > 0)
+//	                                      ← WINDOW(slots, slot size, addr, rkey)
+//	WRITE_WITH_IMM(slot, seq) × n       →          (at most `slots` unconsumed)
+//	                                      ← CREDIT(consumed)  (every slots/4)
+//	DONE(chunks, sha256)                →
+//	                                      ← RESULT(ok, sha256 | error)
+//	BYE                                 →
+//	                                      ← BYE
+//
+// Directories are a FILE of kind directory answered by RESULT at once; an
+// empty remainder (an empty file, a complete partial) has no WINDOW.
+//
+// Chunk k of a transfer goes to slot k mod slots; the immediate carries the
+// slot (12 bits) and k mod 2^20, which the receiver checks, with the length,
+// against what it expects next. Credits are cumulative, so the sender always
+// knows which slots are free and keeps the window full; both ends hold at
+// most one window of memory whatever the file size.
+//
+// The receiver hashes what it writes; DONE carries the sender's SHA-256 of
+// the whole content; only when both agree does the receiver fsync, rename
+// into place, and answer RESULT ok with its digest, which the sender
+// compares with its own: Verified in a FileResult means both checks passed.
+// If the receiver fails a transfer midway it answers RESULT at once and
+// keeps its window until the sender's DONE (flagged aborted) proves no more
+// writes are coming.
+//
+// Anything malformed, oversized or out of order is answered with ERROR and
+// ends that connection; a Receiver keeps serving the others.
+//
+// # Safety and its limits
+//
+// Names are relative and checked (CheckName) and resolved with os.Root, so
+// no name and no symbolic link on the receiver leads outside its directory.
+// Memory is exposed per transfer (WINDOW) and withdrawn when its data is in.
+// A pre-shared key authenticates both ends before anything else (see
+// authMAC); it does not encrypt, and the SHA-256 that proves integrity is not
+// keyed: it catches corruption, not an attacker who can rewrite both the
+// data and DONE on the wire. Modes keep their permission bits only (no
+// setuid, setgid or sticky bit); directories keep their mode, not their
+// modification time (their contents change it); symbolic links, devices,
+// sockets and pipes are not sent.
+package transfer

@@ -1,0 +1,149 @@
+package transfer
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+)
+
+// Code says what went wrong, on the wire (RESULT, ERROR) and in *Error.
+type Code uint16
+
+// Codes. New versions may add codes; an unknown code is still an error.
+const (
+	CodeOK           Code = 0
+	CodeProtocol     Code = 1  // a malformed, oversized or out-of-order message
+	CodeVersion      Code = 2  // no common protocol version
+	CodeAuthRequired Code = 3  // one end has a pre-shared key, the other not
+	CodeAuthFailed   Code = 4  // the pre-shared keys differ
+	CodeBadName      Code = 5  // the name is not a safe relative path
+	CodeExists       Code = 6  // the destination exists (and --force was not given)
+	CodeTooLarge     Code = 7  // the file exceeds the receiver's size limit
+	CodeTooMany      Code = 8  // more files than the receiver accepts on one connection
+	CodeNoSpace      Code = 9  // the receiver's disk (or quota) is full
+	CodePermission   Code = 10 // the receiver may not write there
+	CodeIO           Code = 11 // a read or write failed
+	CodeDigest       Code = 12 // the SHA-256 of what arrived differs from the sender's
+	CodeBusy         Code = 13 // another connection is writing the same name
+	CodeAborted      Code = 14 // the sender stopped the transfer
+	CodeInternal     Code = 15 // a bug or resource failure (memory registration, ...)
+	CodeNotDir       Code = 16 // a path component is not a directory, or the target is one
+	CodeShutdown     Code = 17 // the receiver is shutting down
+)
+
+var codeNames = [...]string{
+	CodeOK: "ok", CodeProtocol: "protocol error", CodeVersion: "version mismatch",
+	CodeAuthRequired: "authentication required", CodeAuthFailed: "authentication failed",
+	CodeBadName: "unsafe name", CodeExists: "file exists", CodeTooLarge: "file too large",
+	CodeTooMany: "too many files", CodeNoSpace: "no space left", CodePermission: "permission denied",
+	CodeIO: "I/O error", CodeDigest: "digest mismatch", CodeBusy: "busy",
+	CodeAborted: "aborted by sender", CodeInternal: "internal error",
+	CodeNotDir: "not a directory", CodeShutdown: "receiver shutting down",
+}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) && codeNames[c] != "" {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("error code %d", uint16(c))
+}
+
+// Error is a protocol-level failure: a Code and a text saying what happened.
+// Remote is set when the peer reported it (in RESULT or ERROR).
+//
+// errors.Is(err, ErrExists) and friends compare codes only.
+type Error struct {
+	Code   Code
+	Text   string
+	Remote bool
+}
+
+func (e *Error) Error() string {
+	where := ""
+	if e.Remote {
+		where = "peer: "
+	}
+	if e.Text == "" {
+		return where + e.Code.String()
+	}
+	return where + e.Code.String() + ": " + e.Text
+}
+
+// Is matches any *Error with the same Code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is, one per code.
+var (
+	ErrProtocol     = &Error{Code: CodeProtocol}
+	ErrVersion      = &Error{Code: CodeVersion}
+	ErrAuthRequired = &Error{Code: CodeAuthRequired}
+	ErrAuthFailed   = &Error{Code: CodeAuthFailed}
+	ErrBadName      = &Error{Code: CodeBadName}
+	ErrExists       = &Error{Code: CodeExists}
+	ErrTooLarge     = &Error{Code: CodeTooLarge}
+	ErrTooMany      = &Error{Code: CodeTooMany}
+	ErrNoSpace      = &Error{Code: CodeNoSpace}
+	ErrPermission   = &Error{Code: CodePermission}
+	ErrIO           = &Error{Code: CodeIO}
+	ErrDigest       = &Error{Code: CodeDigest}
+	ErrBusy         = &Error{Code: CodeBusy}
+	ErrAborted      = &Error{Code: CodeAborted}
+	ErrInternal     = &Error{Code: CodeInternal}
+	ErrNotDir       = &Error{Code: CodeNotDir}
+	ErrShutdown     = &Error{Code: CodeShutdown}
+)
+
+// Transport-level sentinels. Transports wrap their failures with these so
+// the core and the command can say what happened.
+var (
+	// ErrPeerGone means the connection broke: the peer closed it, crashed or
+	// became unreachable. Partial files stay on the receiver for --resume.
+	ErrPeerGone = errors.New("peer gone")
+	// ErrRemoteAccess means a write hit memory the peer did not expose (or no
+	// longer exposes); the connection is broken.
+	ErrRemoteAccess = errors.New("remote access error")
+	// ErrTransportClosed means the local end was closed.
+	ErrTransportClosed = errors.New("transport closed")
+)
+
+func protoErrorf(format string, args ...any) *Error {
+	return &Error{Code: CodeProtocol, Text: fmt.Sprintf(format, args...)}
+}
+
+// fileErrorCode maps a local file-system error to the code a RESULT carries.
+func fileErrorCode(err error) Code {
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
+		return CodeNoSpace
+	case errors.As(err, &errno) && (errno == syscall.ENOTDIR || errno == syscall.EISDIR):
+		return CodeNotDir
+	case errors.As(err, &errno) && errno == syscall.EROFS:
+		return CodePermission
+	case errors.Is(err, fs.ErrPermission):
+		return CodePermission
+	case errors.Is(err, fs.ErrExist):
+		return CodeExists
+	case errors.As(err, &errno) && (errno == syscall.ENAMETOOLONG || errno == syscall.ELOOP):
+		return CodeBadName
+	case isEscape(err):
+		return CodeBadName
+	}
+	return CodeIO
+}
+
+// isEscape reports whether err is os.Root refusing a path that leaves the
+// root (through "..", an absolute symlink, or a symlink pointing outside);
+// os does not export that error, so it is recognised by its text.
+func isEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}

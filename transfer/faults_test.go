@@ -1,0 +1,390 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	tSlots    = 4
+	tSlotSize = 4096
+)
+
+func smallReceiver(dst string) *Receiver {
+	return &Receiver{Dir: dst, Slots: tSlots, SlotSize: tSlotSize, IdleTimeout: 5 * time.Second}
+}
+
+// breakAt breaks the connection at the sender's i-th write.
+func breakAt(i int) MemConfig {
+	return MemConfig{Faults: Faults{Write: func(n int, _ []byte) Fault {
+		if n == i {
+			return Break
+		}
+		return Deliver
+	}}}
+}
+
+func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
+	data := randBytes(7, 25*tSlotSize+99)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := t.TempDir()
+	items := plan(t, filepath.Join(src, "f"))
+
+	o := pair(t, smallReceiver(dst), &Sender{}, items, breakAt(10), MemConfig{})
+	if !errors.Is(o.serr, ErrPeerGone) || !errors.Is(o.rerr, ErrPeerGone) {
+		t.Fatalf("send: %v; receive: %v; want ErrPeerGone on both", o.serr, o.rerr)
+	}
+	if exists(filepath.Join(dst, "f")) {
+		t.Fatal("final file exists after the sender was killed")
+	}
+	partial := filepath.Join(dst, PartialName("f"))
+	fi, err := os.Stat(partial)
+	if err != nil {
+		t.Fatalf("no partial copy kept: %v", err)
+	}
+	// At most the 10 chunks that arrived (the receiver may have failed
+	// sending a credit before consuming the last), whole chunks only.
+	kept := fi.Size()
+	if kept == 0 || kept > 10*tSlotSize || kept%tSlotSize != 0 {
+		t.Errorf("partial has %d bytes, want whole chunks, at most the %d that arrived", kept, 10*tSlotSize)
+	}
+	if now, _, _ := o.rT.Registered(); now != 0 {
+		t.Errorf("receiver window still registered (%d bytes)", now)
+	}
+	if len(o.rrep.Files) != 1 || o.rrep.Files[0].Verified || !errors.Is(o.rrep.Files[0].Err, ErrPeerGone) {
+		t.Errorf("receiver report %+v", o.rrep.Files)
+	}
+
+	// Resume: only the rest moves.
+	o = pair(t, smallReceiver(dst), &Sender{Resume: true}, items, MemConfig{}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	f := o.srep.Files[0]
+	if f.Offset != kept || f.Bytes != int64(len(data))-kept {
+		t.Errorf("resumed at %d moving %d bytes, want %d and %d", f.Offset, f.Bytes, kept, int64(len(data))-kept)
+	}
+	sameTree(t, src, dst)
+	noPartials(t, dst)
+}
+
+func TestResumeWithChangedSourceStartsOver(t *testing.T) {
+	data := randBytes(8, 12*tSlotSize)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := t.TempDir()
+	items := plan(t, filepath.Join(src, "f"))
+	o := pair(t, smallReceiver(dst), &Sender{}, items, breakAt(5), MemConfig{})
+	if !errors.Is(o.serr, ErrPeerGone) {
+		t.Fatalf("send: %v", o.serr)
+	}
+	data[100] ^= 0xff // the prefix the receiver holds no longer matches
+	os.WriteFile(filepath.Join(src, "f"), data, 0o640)
+	items = plan(t, filepath.Join(src, "f"))
+	o = pair(t, smallReceiver(dst), &Sender{Resume: true}, items, MemConfig{}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	if f := o.srep.Files[0]; f.Offset != 0 || f.Bytes != int64(len(data)) {
+		t.Errorf("offset %d bytes %d, want a full resend", f.Offset, f.Bytes)
+	}
+	sameTree(t, src, dst)
+}
+
+func TestResumeEdgeCases(t *testing.T) {
+	data := randBytes(9, 3*tSlotSize)
+	for _, tc := range []struct {
+		name       string
+		partial    []byte
+		resume     bool
+		wantOffset int64
+	}{
+		{"not asked", data[:tSlotSize], false, 0},
+		{"prefix", data[:tSlotSize+5], true, tSlotSize + 5},
+		{"complete", data, true, int64(len(data))},
+		{"longer than the file", append(append([]byte{}, data...), 1, 2, 3), true, 0},
+		{"empty", nil, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+			dst := tree(t, t.TempDir(), map[string][]byte{PartialName("f"): tc.partial})
+			o := pair(t, smallReceiver(dst), &Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{})
+			if o.serr != nil || o.rerr != nil {
+				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+			}
+			allVerified(t, o.srep, 1)
+			if f := o.srep.Files[0]; f.Offset != tc.wantOffset || f.Bytes != int64(len(data))-tc.wantOffset {
+				t.Errorf("offset %d, bytes %d; want offset %d", f.Offset, f.Bytes, tc.wantOffset)
+			}
+			sameTree(t, src, dst)
+			noPartials(t, dst)
+		})
+	}
+}
+
+func TestDiskFullLeavesNothing(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"big": randBytes(10, 20*tSlotSize), "small": []byte("fits")})
+	dst := t.TempDir()
+	r := smallReceiver(dst)
+	r.writeFault = func(name string, off int64, n int) error {
+		if name == "big" && off >= 6*tSlotSize {
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), MemConfig{}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("the connection should survive a full disk: send %v; receive %v", o.serr, o.rerr)
+	}
+	big := o.srep.Files[0]
+	if big.Verified || !errors.Is(big.Err, ErrNoSpace) {
+		t.Errorf("big: verified=%v err=%v, want ErrNoSpace", big.Verified, big.Err)
+	}
+	if !strings.Contains(big.Err.Error(), "no space") {
+		t.Errorf("error does not say what happened: %v", big.Err)
+	}
+	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, PartialName("big"))) {
+		t.Error("something left under the final or partial name after ENOSPC")
+	}
+	if !o.srep.Files[1].Verified {
+		t.Errorf("small after big failed: %v", o.srep.Files[1].Err)
+	}
+	if now, _, _ := o.rT.Registered(); now != 0 {
+		t.Errorf("window still registered: %d", now)
+	}
+}
+
+func TestCorruptDataDetectedAndRetried(t *testing.T) {
+	data := randBytes(11, 9*tSlotSize+1)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	corrupt := func(once bool) MemConfig {
+		done := false
+		return MemConfig{Faults: Faults{Write: func(i int, b []byte) Fault {
+			if i == 3 && !(once && done) {
+				b[7] ^= 1
+				done = true
+			}
+			return Deliver
+		}}}
+	}
+	dst := t.TempDir()
+	o := pair(t, smallReceiver(dst), &Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, ErrDigest) {
+		t.Errorf("corrupt data: verified=%v err=%v, want ErrDigest", f.Verified, f.Err)
+	}
+	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, PartialName("f"))) {
+		t.Error("corrupt copy left behind")
+	}
+
+	o = pair(t, smallReceiver(dst), &Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	if o.srep.Retries != 1 || o.srep.Files[0].Retries != 1 {
+		t.Errorf("retries %d/%d, want 1", o.srep.Retries, o.srep.Files[0].Retries)
+	}
+	sameTree(t, src, dst)
+}
+
+// faultCase runs one transfer with a fault and expects both ends to fail
+// with the given errors and no final file.
+func TestInjectedFaults(t *testing.T) {
+	data := randBytes(12, 16*tSlotSize)
+	// Receiver messages: 0 HELLO, 1 RESUME-OFFSET, 2 WINDOW, 3.. CREDIT.
+	for _, tc := range []struct {
+		name       string
+		s, r       MemConfig
+		sendErr    error
+		recvErr    error
+		recvSubstr string
+	}{
+		{
+			name: "dropped write",
+			s: MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+				return map[bool]Fault{true: Drop, false: Deliver}[i == 2]
+			}}},
+			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
+		},
+		{
+			name: "reordered writes",
+			s: MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+				return map[bool]Fault{true: Hold, false: Deliver}[i == 1]
+			}}},
+			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
+		},
+		{
+			name: "reordered credits",
+			r: MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
+				return map[bool]Fault{true: Hold, false: Deliver}[i == 3]
+			}}},
+			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "CREDIT",
+		},
+		{
+			name: "corrupted window key",
+			r: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+				if i == 2 {
+					b[HeaderSize+12] ^= 0xff // rkey
+				}
+				return Deliver
+			}}},
+			sendErr: ErrRemoteAccess, recvErr: ErrPeerGone,
+		},
+		{
+			name: "corrupted magic",
+			s: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+				if i == 1 { // FILE
+					b[0] ^= 0xff
+				}
+				return Deliver
+			}}},
+			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "bad magic",
+		},
+		{
+			name: "corrupted message length",
+			s: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+				if i == 1 {
+					b[11]++
+				}
+				return Deliver
+			}}},
+			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "announces",
+		},
+		{
+			name: "connection closed by receiver mid-data",
+			r: MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
+				return map[bool]Fault{true: Break, false: Deliver}[i == 4]
+			}}},
+			sendErr: ErrPeerGone, recvErr: ErrPeerGone,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+			dst := t.TempDir()
+			r := smallReceiver(dst)
+			r.Slots = 4
+			o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), tc.s, tc.r)
+			if !errors.Is(o.serr, tc.sendErr) {
+				t.Errorf("sender: %v, want %v", o.serr, tc.sendErr)
+			}
+			if !errors.Is(o.rerr, tc.recvErr) {
+				t.Errorf("receiver: %v, want %v", o.rerr, tc.recvErr)
+			}
+			if tc.recvSubstr != "" && (o.rerr == nil || !strings.Contains(o.rerr.Error(), tc.recvSubstr)) {
+				t.Errorf("receiver error %v does not mention %q", o.rerr, tc.recvSubstr)
+			}
+			if exists(filepath.Join(dst, "f")) {
+				t.Error("final file exists")
+			}
+			if now, _, _ := o.rT.Registered(); now != 0 {
+				t.Errorf("receiver window still registered: %d bytes", now)
+			}
+		})
+	}
+}
+
+func TestDelaysStillVerify(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(13, 10*tSlotSize)})
+	dst := t.TempDir()
+	slow := func(i int, _ []byte) Fault { time.Sleep(time.Millisecond); return Deliver }
+	o := pair(t, smallReceiver(dst), &Sender{},
+		plan(t, filepath.Join(src, "f")),
+		MemConfig{Faults: Faults{Message: slow, Write: func(i int, b []byte) Fault { return slow(i, b) }}},
+		MemConfig{Faults: Faults{Message: slow}})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	sameTree(t, src, dst)
+}
+
+func TestStalledPeerTimesOut(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(14, 10*tSlotSize)})
+	dst := t.TempDir()
+	r := smallReceiver(dst)
+	r.IdleTimeout = 200 * time.Millisecond
+	// The sender's confirmation of a resume offset is held back forever: the
+	// receiver waits for it and gives up.
+	tree(t, dst, map[string][]byte{PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
+	s := &Sender{Resume: true, IdleTimeout: 5 * time.Second}
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
+		return map[bool]Fault{true: Hold, false: Deliver}[i == 2]
+	}}}, MemConfig{})
+	if !errors.Is(o.rerr, ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
+		t.Errorf("receiver: %v, want an idle timeout", o.rerr)
+	}
+	if o.serr == nil {
+		t.Error("sender succeeded")
+	}
+	if exists(filepath.Join(dst, "f")) {
+		t.Error("final file exists")
+	}
+}
+
+func TestSourceShrinksWhileSending(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(15, 10*tSlotSize)})
+	dst := t.TempDir()
+	p := filepath.Join(src, "f")
+	o := pair(t, smallReceiver(dst), &Sender{}, plan(t, p), MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+		if i == 2 {
+			os.Truncate(p, 3*tSlotSize+10)
+		}
+		return Deliver
+	}}}, MemConfig{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	f := o.srep.Files[0]
+	if f.Verified || f.Err == nil || !strings.Contains(f.Err.Error(), "shrink") {
+		t.Errorf("verified=%v err=%v, want a read error about shrinking", f.Verified, f.Err)
+	}
+	if r := o.rrep.Files[0]; !errors.Is(r.Err, ErrAborted) {
+		t.Errorf("receiver: %v, want ErrAborted", r.Err)
+	}
+	if exists(filepath.Join(dst, "f")) {
+		t.Error("final file exists")
+	}
+}
+
+func TestSenderCancelled(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(16, 30*tSlotSize)})
+	dst := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, rt := MemPipe(MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+		if i == 7 {
+			cancel()
+		}
+		return Deliver
+	}}}, MemConfig{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := smallReceiver(dst).ServeConn(context.Background(), rt)
+		rt.Close()
+		errc <- err
+	}()
+	_, err := (&Sender{}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
+	st.Close() // what rdmacp does on Ctrl-C
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("sender: %v, want context.Canceled", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrPeerGone) {
+		t.Errorf("receiver: %v, want ErrPeerGone", err)
+	}
+	if exists(filepath.Join(dst, "f")) {
+		t.Error("final file exists")
+	}
+	if !exists(filepath.Join(dst, PartialName("f"))) {
+		t.Error("partial copy not kept for --resume")
+	}
+}

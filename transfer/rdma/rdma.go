@@ -1,0 +1,602 @@
+// Package rdma is the file protocol's RDMA transport: a transfer.Transport
+// over an RC connection made with package cm, control messages by
+// SEND/RECV and data by RDMA_WRITE_WITH_IMM, completions waited for on the
+// connection's completion channel (the Go netpoller), no cgo.
+//
+// It needs a kernel with rdma_ucm and an RDMA device (Soft-RoCE included);
+// see package cm and uverbs. Registering memory pins it against
+// RLIMIT_MEMLOCK.
+package rdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/uverbs"
+)
+
+// DefaultPort is where rdmacp listens unless told otherwise.
+const DefaultPort = 18517
+
+// DefaultMaxSlots is Config.MaxSlots' default.
+const DefaultMaxSlots = 64
+
+// Config configures Dial and Listen.
+type Config struct {
+	// MaxSlots is the most data writes the connection can have outstanding
+	// at its receiving end: the largest window, in slots, a receiver can
+	// offer over it. The receive queue holds MaxSlots+transfer.ControlDepth
+	// requests; the send queue as many plus room for control messages.
+	// Default DefaultMaxSlots.
+	MaxSlots int
+	// Logf, when set, is told every connection step (cm.Options.Logf).
+	Logf func(format string, args ...any)
+	// CloseTimeout bounds Close's wait for the peer to confirm the
+	// disconnect (default: cm's, 3 s).
+	CloseTimeout time.Duration
+}
+
+func (c Config) maxSlots() int {
+	if c.MaxSlots > 0 {
+		return min(c.MaxSlots, transfer.MaxSlots)
+	}
+	return DefaultMaxSlots
+}
+
+// Work request ids: the kind in the top bits, a buffer index below.
+const (
+	wrCtl   = 1 << 32
+	wrWrite = 2 << 32
+)
+
+// sendBufs is how many control messages can be in flight at once.
+const sendBufs = 2 * transfer.ControlDepth
+
+// Transport is a transfer.Transport over one RC connection. Dial or
+// Listener.Accept make one; the caller must Close it, which disconnects
+// and destroys the connection's QP, CQs, memory regions and PD.
+type Transport struct {
+	cfg      Config
+	conn     *cm.Conn
+	qp       *uverbs.QP
+	sendCQ   *uverbs.CQ
+	recvCQ   *uverbs.CQ
+	ch       *uverbs.CompChannel
+	maxSlots int
+
+	// receive side
+	nrecv   int
+	recvBuf []byte
+	recvMR  *uverbs.MR
+	repost  int // index of the receive to post again, -1 none
+	rwc     [16]uverbs.WC
+	rpend   []uverbs.WC
+
+	// send side
+	sendDepth   int
+	outstanding int
+	sendBuf     []byte
+	sendMR      *uverbs.MR
+	free        []int
+	swc         [16]uverbs.WC
+	err         error // the first failed send completion (sticky)
+	wr          [1]uverbs.SendWR
+	sge         [1]uverbs.SGE
+	rwr         [1]uverbs.RecvWR
+
+	mu      sync.Mutex
+	regions map[*region]struct{}
+	closed  bool
+
+	life     context.Context // canceled when the connection ends
+	lifeStop context.CancelFunc
+	once     sync.Once
+	closeErr error
+}
+
+func newTransport(cfg Config) *Transport {
+	t := &Transport{cfg: cfg, maxSlots: cfg.maxSlots(), repost: -1, regions: map[*region]struct{}{}}
+	t.nrecv = t.maxSlots + transfer.ControlDepth
+	t.sendDepth = t.maxSlots + sendBufs
+	return t
+}
+
+func (t *Transport) options() *cm.Options {
+	return &cm.Options{
+		SendDepth:    t.sendDepth,
+		RecvDepth:    t.nrecv,
+		SeparateCQs:  true,
+		CloseTimeout: t.cfg.CloseTimeout,
+		Logf:         t.cfg.Logf,
+		Setup:        t.setup,
+	}
+}
+
+// setup runs with the QP in INIT, before the connection is established:
+// register the control buffers and post every receive, so nothing the peer
+// sends first meets an empty receive queue.
+func (t *Transport) setup(c *cm.Conn) error {
+	capa := c.QP().Cap()
+	if capa.MaxRecvWR < t.nrecv || capa.MaxSendWR < t.sendDepth {
+		return fmt.Errorf("queue pair has %d receive and %d send requests, need %d and %d: lower the queue depth", capa.MaxRecvWR, capa.MaxSendWR, t.nrecv, t.sendDepth)
+	}
+	t.recvBuf = make([]byte, t.nrecv*transfer.MaxMessageSize)
+	mr, err := c.RegMR(t.recvBuf, uverbs.AccessLocalWrite)
+	if err != nil {
+		return fmt.Errorf("register receive buffers: %w", err)
+	}
+	t.recvMR = mr
+	t.sendBuf = make([]byte, sendBufs*transfer.MaxMessageSize)
+	if t.sendMR, err = c.RegMR(t.sendBuf, uverbs.AccessLocalWrite); err != nil {
+		return fmt.Errorf("register send buffers: %w", err)
+	}
+	t.free = make([]int, 0, sendBufs)
+	for i := range sendBufs {
+		t.free = append(t.free, i)
+	}
+	for i := range t.nrecv {
+		if err := t.postRecv(c.QP(), i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Transport) postRecv(qp *uverbs.QP, i int) error {
+	t.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{t.recvMR.SGE(i*transfer.MaxMessageSize, transfer.MaxMessageSize)}}
+	if err := qp.PostRecv(t.rwr[:]...); err != nil {
+		return fmt.Errorf("post receive: %w", err)
+	}
+	return nil
+}
+
+// start takes over an established connection.
+func (t *Transport) start(c *cm.Conn) {
+	t.conn, t.qp = c, c.QP()
+	t.sendCQ, t.recvCQ, t.ch = c.SendCQ(), c.RecvCQ(), c.CompChannel()
+	t.life, t.lifeStop = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-c.Done():
+		case <-t.life.Done():
+		}
+		t.lifeStop()
+	}()
+}
+
+// Dial connects to a receiver at addr ("host:port"; the port defaults to
+// DefaultPort): rdma_resolve_addr, rdma_resolve_route, rdma_connect through
+// cm.Dial, with every receive posted before the connection is up. It fails with cm's errors (cm.ErrNoListener, ...,
+// uverbs.ErrNoDevice) as they come; see DialRetry to wait for a receiver
+// that is starting. The caller must Close the Transport.
+func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
+	addr = WithDefaultPort(addr)
+	t := newTransport(cfg)
+	c, err := cm.Dial(ctx, addr, t.options())
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	t.start(c)
+	return t, nil
+}
+
+// DialRetry is Dial that retries for up to wait while nobody listens at
+// addr yet (or its CM does not answer), backing off from 50 ms to 1 s. It
+// returns how many attempts failed before the result.
+func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
+	deadline := time.Now().Add(wait)
+	backoff := 50 * time.Millisecond
+	for retries := 0; ; retries++ {
+		t, err := Dial(ctx, addr, cfg)
+		if err == nil || !Retryable(err) || time.Now().Add(backoff).After(deadline) {
+			return t, retries, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, retries, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Retryable reports whether a Dial error may go away by itself: nobody
+// listens yet, or the peer's CM did not answer.
+func Retryable(err error) bool {
+	return errors.Is(err, cm.ErrNoListener) || errors.Is(err, cm.ErrRejected) || errors.Is(err, cm.ErrUnreachable)
+}
+
+// WithDefaultPort adds DefaultPort to an address without a port.
+func WithDefaultPort(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
+}
+
+// Listener accepts senders' connections (a transfer.Listener).
+type Listener struct {
+	l   *cm.Listener
+	cfg Config
+}
+
+// Listen listens on addr ("host:port", empty host for every RDMA device;
+// the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
+// cm.Listen. The caller must Close it.
+func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
+	addr = WithDefaultPort(addr)
+	l, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return &Listener{l: l, cfg: cfg}, nil
+}
+
+// Accept waits for the next sender and accepts it. A request that fails to
+// set up is rejected and logged, and Accept waits for the next; it returns
+// an error only when the listener or ctx ends.
+func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
+	for {
+		req, err := l.l.AcceptRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t := newTransport(l.cfg)
+		c, err := req.Accept(ctx, t.options())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if l.cfg.Logf != nil {
+				l.cfg.Logf("accept: %v", err)
+			}
+			continue
+		}
+		t.start(c)
+		return t, nil
+	}
+}
+
+// Close stops listening. It is idempotent.
+func (l *Listener) Close() error { return l.l.Close() }
+
+// Addr is the address listened on.
+func (l *Listener) Addr() string { return l.l.Addr().String() }
+
+// MaxSlots implements transfer.Transport.
+func (t *Transport) MaxSlots() int { return t.maxSlots }
+
+// Peer is the address of the other end.
+func (t *Transport) Peer() string { return t.conn.RemoteAddr().String() }
+
+// Send implements transfer.Transport: the message is copied into a
+// registered buffer and posted as a signaled SEND (ibv_post_send with
+// IBV_WR_SEND); it waits only when the send queue or the buffers are full.
+func (t *Transport) Send(ctx context.Context, msg []byte) error {
+	if len(msg) > transfer.MaxMessageSize {
+		return fmt.Errorf("send: message of %d bytes exceeds %d", len(msg), transfer.MaxMessageSize)
+	}
+	if err := t.room(ctx, true); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	i := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	off := i * transfer.MaxMessageSize
+	copy(t.sendBuf[off:], msg)
+	t.sge[0] = t.sendMR.SGE(off, len(msg))
+	t.wr[0] = uverbs.SendWR{ID: wrCtl | uint64(i), Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: t.sge[:]}
+	return t.post("send")
+}
+
+// WriteImm implements transfer.Transport: one signaled
+// RDMA_WRITE_WITH_IMM from src into the peer's memory (ibv_post_send with
+// IBV_WR_RDMA_WRITE_WITH_IMM).
+func (t *Transport) WriteImm(ctx context.Context, src transfer.Region, srcOff, n int, dst transfer.RemoteRegion, dstOff uint64, imm uint32) error {
+	r, ok := src.(*region)
+	if !ok || r.t != t || r.mr == nil {
+		return fmt.Errorf("write: source region is not open on this transport")
+	}
+	if srcOff < 0 || n <= 0 || srcOff+n > r.mr.Len() {
+		return fmt.Errorf("write: [%d,+%d) outside the %d-byte source region", srcOff, n, r.mr.Len())
+	}
+	if err := t.room(ctx, false); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	t.sge[0] = r.mr.SGE(srcOff, n)
+	t.wr[0] = uverbs.SendWR{ID: wrWrite, Opcode: uverbs.WRRDMAWriteWithImm, Flags: uverbs.SendSignaled,
+		SGL: t.sge[:], Imm: imm, RemoteAddr: dst.Addr + dstOff, RKey: dst.RKey}
+	return t.post("write")
+}
+
+func (t *Transport) post(op string) error {
+	if err := t.qp.PostSend(t.wr[:]...); err != nil {
+		if t.wr[0].ID&wrCtl != 0 {
+			t.free = append(t.free, int(t.wr[0].ID&0xffffffff))
+		}
+		return fmt.Errorf("%s: post: %w", op, t.peerErr(err))
+	}
+	t.outstanding++
+	return nil
+}
+
+// room waits until the send queue (and, for a control message, a send
+// buffer) is free, reaping send completions.
+func (t *Transport) room(ctx context.Context, ctl bool) error {
+	for {
+		t.reap()
+		if t.err != nil {
+			return t.err
+		}
+		if t.outstanding < t.sendDepth && (!ctl || len(t.free) > 0) {
+			return nil
+		}
+		if err := t.waitSend(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// reap takes the send completions there are.
+func (t *Transport) reap() int {
+	total := 0
+	for {
+		n := t.sendCQ.Poll(t.swc[:])
+		for i := range n {
+			wc := &t.swc[i]
+			t.outstanding--
+			if wc.WRID&wrCtl != 0 {
+				t.free = append(t.free, int(wc.WRID&0xffffffff))
+			}
+			if wc.Status != uverbs.WCSuccess && (t.err == nil || errors.Is(t.err, transfer.ErrPeerGone) && !wc.IsFlush()) {
+				t.err = t.wcErr(wc)
+			}
+		}
+		total += n
+		if n < len(t.swc) {
+			return total
+		}
+	}
+}
+
+// waitSend sleeps until a send completion arrives (or the connection ends).
+func (t *Transport) waitSend(ctx context.Context) error {
+	if err := t.sendCQ.Arm(false); err != nil {
+		return fmt.Errorf("arm send cq: %w", err)
+	}
+	if t.reap() > 0 {
+		return nil
+	}
+	return t.wait(ctx)
+}
+
+// wait sleeps on the completion channel until an armed CQ fires, ctx is
+// done, or the connection ends.
+func (t *Transport) wait(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(t.life, cancel)
+	_, err := t.ch.Wait(wctx)
+	stop()
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if t.life.Err() != nil {
+		// The connection ended; what completed before still counts, and
+		// the flushes that follow say the rest.
+		if t.reap() > 0 || len(t.rpend) > 0 || t.pollRecv() > 0 {
+			return nil
+		}
+		return t.peerErr(nil)
+	}
+	return fmt.Errorf("wait for completions: %w", err)
+}
+
+// peerErr is the error for a connection that ended (cause may be nil).
+func (t *Transport) peerErr(cause error) error {
+	why := "the connection ended"
+	if t.conn != nil {
+		if err := t.conn.Err(); err != nil {
+			why = err.Error()
+		}
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: %s (%v)", transfer.ErrPeerGone, why, cause)
+	}
+	return fmt.Errorf("%w: %s", transfer.ErrPeerGone, why)
+}
+
+// wcErr maps a failed completion to the transport's errors.
+func (t *Transport) wcErr(wc *uverbs.WC) error {
+	switch wc.Status {
+	case uverbs.WCRemAccessErr, uverbs.WCRemInvReqErr, uverbs.WCRemOpErr:
+		return fmt.Errorf("%w: %v", transfer.ErrRemoteAccess, wc.Err())
+	case uverbs.WCRetryExcErr, uverbs.WCRNRRetryExcErr, uverbs.WCRespTimeoutErr:
+		return fmt.Errorf("%w: the peer stopped answering (%v)", transfer.ErrPeerGone, wc.Err())
+	case uverbs.WCWRFlushErr:
+		return t.peerErr(nil)
+	}
+	return wc.Err()
+}
+
+// Drain implements transfer.Transport: it polls (and sleeps on) the send CQ
+// until every posted request has completed.
+func (t *Transport) Drain(ctx context.Context) error {
+	for {
+		t.reap()
+		if t.err != nil {
+			return t.err
+		}
+		if t.outstanding == 0 {
+			return nil
+		}
+		if err := t.waitSend(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (t *Transport) pollRecv() int {
+	if len(t.rpend) > 0 {
+		return len(t.rpend)
+	}
+	n := t.recvCQ.Poll(t.rwc[:])
+	t.rpend = t.rwc[:n]
+	return n
+}
+
+// Receive implements transfer.Transport: ibv_poll_cq on the receive CQ,
+// and when it is empty ibv_req_notify_cq and ibv_get_cq_event (parked on
+// the netpoller, honouring ctx and the connection's end). The receive that
+// carried the previous arrival is posted again first (its buffer was Msg
+// until now).
+func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
+	if t.repost >= 0 {
+		i := t.repost
+		t.repost = -1
+		if err := t.postRecv(t.qp, i); err != nil {
+			return transfer.Arrival{}, t.peerErr(err)
+		}
+	}
+	for {
+		if t.pollRecv() > 0 {
+			wc := t.rpend[0]
+			t.rpend = t.rpend[1:]
+			if wc.Status != uverbs.WCSuccess {
+				return transfer.Arrival{}, fmt.Errorf("receive: %w", t.wcErr(&wc))
+			}
+			i := int(wc.WRID)
+			t.repost = i
+			switch wc.Opcode {
+			case uverbs.WCRecvRDMAWithImm:
+				return transfer.Arrival{Write: true, Imm: wc.Imm, Len: int(wc.ByteLen)}, nil
+			case uverbs.WCRecv:
+				off := i * transfer.MaxMessageSize
+				return transfer.Arrival{Msg: t.recvBuf[off : off+int(wc.ByteLen)]}, nil
+			}
+			return transfer.Arrival{}, fmt.Errorf("receive: unexpected completion %v", wc.Opcode)
+		}
+		if err := ctx.Err(); err != nil {
+			return transfer.Arrival{}, err
+		}
+		if err := t.recvCQ.Arm(false); err != nil {
+			return transfer.Arrival{}, fmt.Errorf("arm receive cq: %w", err)
+		}
+		if t.pollRecv() > 0 {
+			continue
+		}
+		if err := t.wait(ctx); err != nil {
+			return transfer.Arrival{}, err
+		}
+	}
+}
+
+// Register implements transfer.Transport: size bytes of page-aligned memory
+// (uverbs.AllocBuffer) registered on the connection's PD, with remote write
+// access when asked. Close deregisters and unmaps it.
+func (t *Transport) Register(size int, remoteWrite bool) (transfer.Region, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, transfer.ErrTransportClosed
+	}
+	buf, err := uverbs.AllocBuffer(size)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %d bytes: %w", size, err)
+	}
+	access := uverbs.AccessLocalWrite
+	if remoteWrite {
+		access |= uverbs.AccessRemoteWrite
+	}
+	mr, err := t.conn.PD().RegMR(buf.Bytes(), access)
+	if err != nil {
+		buf.Close()
+		return nil, fmt.Errorf("register %d bytes: %w", size, err)
+	}
+	r := &region{t: t, buf: buf, mr: mr, remote: remoteWrite}
+	t.regions[r] = struct{}{}
+	return r, nil
+}
+
+type region struct {
+	t      *Transport
+	buf    *uverbs.Buffer
+	mr     *uverbs.MR
+	remote bool
+}
+
+func (r *region) Bytes() []byte { return r.buf.Bytes() }
+
+func (r *region) Remote() transfer.RemoteRegion {
+	if !r.remote || r.mr == nil {
+		return transfer.RemoteRegion{}
+	}
+	return transfer.RemoteRegion{Addr: r.mr.Addr(), RKey: r.mr.RKey(), Len: uint64(r.mr.Len())}
+}
+
+// Close is ibv_dereg_mr and munmap; it is idempotent.
+func (r *region) Close() error {
+	r.t.mu.Lock()
+	defer r.t.mu.Unlock()
+	return r.closeLocked()
+}
+
+func (r *region) closeLocked() error {
+	if r.mr == nil {
+		return nil
+	}
+	err := r.mr.Close()
+	r.mr = nil
+	if berr := r.buf.Close(); err == nil {
+		err = berr
+	}
+	delete(r.t.regions, r)
+	return err
+}
+
+// closeDrain bounds how long Close waits for posted sends to complete.
+const closeDrain = 2 * time.Second
+
+// Close implements transfer.Transport: it waits (briefly) for the messages
+// and writes posted so far to complete — so a last BYE or ERROR is not
+// flushed away by the disconnect — deregisters the regions still open, then
+// closes the connection (disconnect, destroy QP, CQs, control buffers, PD).
+// It is idempotent; like the other methods it must not run concurrently
+// with them.
+func (t *Transport) Close() error {
+	t.once.Do(func() {
+		if t.conn != nil && t.life.Err() == nil && t.outstanding > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), closeDrain)
+			t.Drain(ctx)
+			cancel()
+		}
+		t.mu.Lock()
+		t.closed = true
+		var errs []error
+		for r := range t.regions {
+			if err := r.closeLocked(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		t.mu.Unlock()
+		if t.conn != nil {
+			if err := t.conn.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if t.lifeStop != nil {
+			t.lifeStop()
+		}
+		t.closeErr = errors.Join(errs...)
+	})
+	return t.closeErr
+}

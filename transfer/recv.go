@@ -1,0 +1,708 @@
+package transfer
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Receiver defaults.
+const (
+	DefaultSlots       = 16
+	DefaultSlotSize    = 1 << 20
+	DefaultMaxFiles    = 1 << 20
+	DefaultMaxFileSize = 1 << 40
+	DefaultMaxConns    = 16
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// Receiver writes what senders send into Dir. Its zero value (with Dir set)
+// is ready; one Receiver serves any number of connections at once (Serve, or
+// ServeConn per connection).
+//
+// For every regular file NAME it receives, it
+//   - refuses unsafe names (CheckName) and resolves the rest inside Dir with
+//     os.Root, so neither ".." nor a symbolic link can lead outside Dir;
+//   - refuses to replace an existing NAME unless Force is set;
+//   - writes to ".NAME.rdmacp-partial" beside it, resuming a partial copy
+//     there when the sender asks and its prefix hashes the same at both ends;
+//   - exposes a window of at most Slots×SlotSize bytes, registered for this
+//     transfer only and deregistered when its data is in;
+//   - checks the SHA-256 of the content against the sender's, fsyncs, sets
+//     mode (permission bits) and modification time, renames into place,
+//     fsyncs the directory, and only then answers RESULT ok.
+//
+// A file that fails verification or cannot be written is removed; a transfer
+// cut short (the connection broke, the sender aborted) leaves its partial
+// copy for --resume. Nothing ever appears under NAME unverified.
+type Receiver struct {
+	// Dir is the destination directory; it must exist.
+	Dir string
+	// Force allows replacing existing files (never directories).
+	Force bool
+	// PSK, when set, is required of every sender (see authMAC).
+	PSK []byte
+	// Slots and SlotSize bound each transfer's window (defaults
+	// DefaultSlots, DefaultSlotSize); a sender may ask for less.
+	Slots    int
+	SlotSize int
+	// MaxFiles limits FILE messages per connection; MaxFileSize the size of
+	// one file; MaxConns the connections served at once.
+	MaxFiles    int
+	MaxFileSize int64
+	MaxConns    int
+	// IdleTimeout ends a connection that sends nothing for that long.
+	IdleTimeout time.Duration
+	// OnFile, when set, is called after each file or directory with its
+	// result, from the connection's goroutine.
+	OnFile func(FileResult)
+
+	mu    sync.Mutex
+	busy  map[string]bool
+	nconn int
+
+	// writeFault, for tests, runs before each write into a partial file; an
+	// error it returns is the write's.
+	writeFault func(name string, off int64, n int) error
+}
+
+// FileResult is what happened to one file or directory.
+type FileResult struct {
+	ID     uint32
+	Name   string
+	Kind   Kind
+	Size   int64 // the whole file
+	Offset int64 // where the data started (resumed prefix)
+	Bytes  int64 // data moved over the connection
+	Digest [DigestSize]byte
+	// Verified: the receiver checked the SHA-256 and the file is in place
+	// (for directories: created or present).
+	Verified bool
+	Retries  int
+	Duration time.Duration
+	Err      error
+}
+
+// ConnReport is what one connection did.
+type ConnReport struct {
+	Peer     string // the sender's address, when the transport tells (Peer() string)
+	Files    []FileResult
+	Bytes    int64
+	Duration time.Duration
+}
+
+// OK reports whether every file and directory of the connection was
+// verified (and there was at least one).
+func (c *ConnReport) OK() bool {
+	if c == nil || len(c.Files) == 0 {
+		return false
+	}
+	for _, f := range c.Files {
+		if !f.Verified {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Receiver) slots() int    { return defInt(r.Slots, DefaultSlots) }
+func (r *Receiver) slotSize() int { return defInt(r.SlotSize, DefaultSlotSize) }
+func (r *Receiver) maxFiles() int { return defInt(r.MaxFiles, DefaultMaxFiles) }
+func (r *Receiver) maxConns() int { return defInt(r.MaxConns, DefaultMaxConns) }
+func (r *Receiver) maxFileSize() int64 {
+	if r.MaxFileSize > 0 {
+		return r.MaxFileSize
+	}
+	return DefaultMaxFileSize
+}
+func (r *Receiver) idle() time.Duration {
+	if r.IdleTimeout > 0 {
+		return r.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+func defInt(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// Serve accepts connections from ln and serves each in its own goroutine
+// until ctx is done or Accept fails; it waits for the connections it
+// started. Connections beyond MaxConns are refused with ERROR busy. onConn,
+// when set, is called as each connection ends.
+func (r *Receiver) Serve(ctx context.Context, ln Listener, onConn func(*ConnReport, error)) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		t, err := ln.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer t.Close()
+			rep, err := r.ServeConn(ctx, t)
+			if onConn != nil {
+				onConn(rep, err)
+			}
+		}()
+	}
+}
+
+// ServeConn serves one connection until the sender says BYE (nil error),
+// something fatal happens, or ctx is done. The caller closes t.
+func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, error) {
+	rc := &recvConn{r: r, c: newConn(t, r.idle()), rep: &ConnReport{}}
+	if p, ok := t.(interface{ Peer() string }); ok {
+		rc.rep.Peer = p.Peer()
+	}
+	start := time.Now()
+	defer func() { rc.rep.Duration = time.Since(start) }()
+	r.mu.Lock()
+	r.nconn++
+	n := r.nconn
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.nconn--
+		r.mu.Unlock()
+	}()
+	if n > r.maxConns() {
+		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
+	}
+	err := rc.c.explain(ctx, rc.run(ctx))
+	return rc.rep, rc.c.fail(ctx, err)
+}
+
+type recvConn struct {
+	r        *Receiver
+	c        *conn
+	rep      *ConnReport
+	root     *os.Root
+	slots    int
+	slotSize int
+	lastID   uint32
+	nfiles   int
+	buf      []byte // rehash buffer
+}
+
+func (rc *recvConn) run(ctx context.Context) error {
+	root, err := os.OpenRoot(rc.r.Dir)
+	if err != nil {
+		return &Error{Code: fileErrorCode(err), Text: fmt.Sprintf("destination directory: %v", err)}
+	}
+	rc.root = root
+	defer root.Close()
+	if err := rc.handshake(ctx); err != nil {
+		return err
+	}
+	for {
+		m, _, err := rc.c.recv(ctx)
+		if err != nil {
+			return err
+		}
+		switch m := m.(type) {
+		case *File:
+			if err := rc.file(ctx, m); err != nil {
+				return err
+			}
+		case *Bye:
+			return rc.c.send(ctx, &Bye{})
+		default:
+			return unexpected(m, "while waiting for FILE or BYE")
+		}
+	}
+}
+
+func (rc *recvConn) handshake(ctx context.Context) error {
+	m, _, err := rc.c.recv(ctx)
+	if err != nil {
+		return err
+	}
+	hs, ok := m.(*Hello)
+	if !ok {
+		return unexpected(m, "before HELLO")
+	}
+	helloS := append([]byte(nil), rc.c.last...)
+	if hs.Role != RoleSender {
+		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
+	}
+	if hs.MinVersion > ProtocolVersion || hs.MaxVersion < ProtocolVersion {
+		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks protocol versions %d..%d, this receiver %d: use matching rdmacp versions", hs.MinVersion, hs.MaxVersion, ProtocolVersion)}
+	}
+	if rc.r.PSK != nil && hs.Flags&HelloPSK == 0 {
+		return &Error{Code: CodeAuthRequired, Text: "this receiver requires a pre-shared key: run the sender with --psk-file"}
+	}
+	rc.slots = min(rc.r.slots(), rc.c.t.MaxSlots(), MaxSlots)
+	rc.slotSize = min(rc.r.slotSize(), MaxSlotSize)
+	if hs.Slots != 0 {
+		rc.slots = min(rc.slots, int(hs.Slots))
+	}
+	if hs.SlotSize != 0 {
+		rc.slotSize = min(rc.slotSize, int(hs.SlotSize))
+	}
+	for rc.slots > 1 && rc.slots*rc.slotSize > MaxWindow {
+		rc.slots--
+	}
+	if rc.slots < 1 || rc.slots*rc.slotSize > MaxWindow {
+		return &Error{Code: CodeInternal, Text: fmt.Sprintf("receiver window %d×%d is unusable", rc.slots, rc.slotSize)}
+	}
+	hr := &Hello{Role: RoleReceiver, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
+		Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
+	if rc.r.PSK != nil {
+		hr.Flags |= HelloPSK
+	}
+	if _, err := rand.Read(hr.Nonce[:]); err != nil {
+		return &Error{Code: CodeInternal, Text: fmt.Sprintf("nonce: %v", err)}
+	}
+	if err := rc.c.send(ctx, hr); err != nil {
+		return err
+	}
+	helloR := append([]byte(nil), rc.c.buf...)
+	if rc.r.PSK == nil {
+		return nil
+	}
+	m, _, err = rc.c.recv(ctx)
+	if err != nil {
+		return err
+	}
+	a, ok := m.(*Auth)
+	if !ok {
+		return unexpected(m, "before AUTH (this receiver requires a pre-shared key)")
+	}
+	want := authMAC(rc.r.PSK, labelSender, helloS, helloR)
+	if !hmac.Equal(a.MAC[:], want[:]) {
+		return &Error{Code: CodeAuthFailed, Text: "the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"}
+	}
+	return rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)})
+}
+
+func (r *Receiver) lock(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[name] {
+		return false
+	}
+	if r.busy == nil {
+		r.busy = map[string]bool{}
+	}
+	r.busy[name] = true
+	return true
+}
+
+func (r *Receiver) unlock(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, name)
+}
+
+// recvFile is the state of one transfer.
+type recvFile struct {
+	m        *File
+	res      FileResult
+	f        *os.File
+	partial  string
+	h        hash.Hash
+	start    time.Time
+	reported bool
+}
+
+// file handles one FILE. It returns only fatal errors; everything about the
+// file itself goes into its RESULT.
+func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
+	if m.ID <= rc.lastID {
+		return protoErrorf("FILE with transfer id %d after %d: ids must increase", m.ID, rc.lastID)
+	}
+	rc.lastID = m.ID
+	rc.nfiles++
+	if rc.nfiles > rc.r.maxFiles() {
+		return &Error{Code: CodeTooMany, Text: fmt.Sprintf("more than %d files on one connection: send the rest on another", rc.r.maxFiles())}
+	}
+	x := &recvFile{m: m, start: time.Now(), partial: PartialName(m.Name),
+		res: FileResult{ID: m.ID, Name: m.Name, Kind: m.Kind, Size: int64(m.Size)}}
+	defer func() {
+		if x.f != nil {
+			// Cut short (connection broken, fatal error): keep the partial
+			// copy, durable, for --resume.
+			x.f.Sync()
+			x.f.Close()
+		}
+		if !x.reported {
+			if x.res.Err == nil {
+				x.res.Err = err
+			}
+			rc.report(x)
+		}
+	}()
+	if m.Size > uint64(rc.r.maxFileSize()) {
+		return rc.reject(ctx, x, CodeTooLarge, "%s is %d bytes; this receiver accepts at most %d", m.Name, m.Size, rc.r.maxFileSize())
+	}
+	if !rc.r.lock(m.Name) {
+		return rc.reject(ctx, x, CodeBusy, "another sender is writing %s right now", m.Name)
+	}
+	defer rc.r.unlock(m.Name)
+
+	if m.Kind == KindDir {
+		if err := rc.root.MkdirAll(m.Name, fs.FileMode(m.Mode&0o777|0o700)); err != nil {
+			return rc.rejectErr(ctx, x, "create directory", err)
+		}
+		return rc.result(ctx, x, CodeOK, "")
+	}
+
+	if fi, err := rc.root.Lstat(m.Name); err == nil {
+		if fi.IsDir() {
+			return rc.reject(ctx, x, CodeNotDir, "%s is a directory on the receiver", m.Name)
+		}
+		if !rc.r.Force {
+			return rc.reject(ctx, x, CodeExists, "%s already exists on the receiver: remove it, or start the receiver with --force", m.Name)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rc.rejectErr(ctx, x, "look up", err)
+	}
+	if dir := path.Dir(m.Name); dir != "." {
+		if err := rc.root.MkdirAll(dir, 0o755); err != nil {
+			return rc.rejectErr(ctx, x, "create directory for", err)
+		}
+	}
+	f, err := rc.root.OpenFile(x.partial, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return rc.rejectErr(ctx, x, "create partial copy of", err)
+	}
+	x.f = f
+	x.h = sha256.New()
+
+	// Resume: offer the partial copy's length and digest.
+	var offer ResumeOffset
+	offer.ID = m.ID
+	if m.Flags&FileResume != 0 {
+		if off, err := rc.rehash(f, int64(m.Size), x.h); err == nil && off > 0 {
+			offer.Offset = uint64(off)
+			x.h.Sum(offer.Digest[:0])
+		}
+	}
+	if offer.Offset == 0 {
+		if err := f.Truncate(0); err != nil {
+			return rc.rejectErr(ctx, x, "truncate partial copy of", err)
+		}
+		x.h.Reset()
+	}
+	if err := rc.c.send(ctx, &offer); err != nil {
+		return err
+	}
+	startAt := int64(offer.Offset)
+	if offer.Offset > 0 {
+		mm, _, err := rc.c.recv(ctx)
+		if err != nil {
+			return err
+		}
+		ro, ok := mm.(*ResumeOffset)
+		switch {
+		case !ok:
+			return unexpected(mm, fmt.Sprintf("while waiting for the sender's RESUME-OFFSET of transfer %d", m.ID))
+		case ro.ID != m.ID:
+			return protoErrorf("RESUME-OFFSET for transfer %d during transfer %d", ro.ID, m.ID)
+		case ro.Offset == 0:
+			startAt = 0
+			x.h.Reset()
+			if err := f.Truncate(0); err != nil {
+				return rc.rejectErr(ctx, x, "truncate partial copy of", err)
+			}
+		case ro.Offset != offer.Offset || ro.Digest != offer.Digest:
+			return protoErrorf("sender's RESUME-OFFSET %d does not confirm the offered %d", ro.Offset, offer.Offset)
+		}
+	}
+	x.res.Offset = startAt
+	return rc.data(ctx, x, startAt)
+}
+
+// rehash hashes the partial copy into h (which it leaves dirty on error) and
+// returns its length; a partial longer than size is no prefix and gives 0.
+func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	n := fi.Size()
+	if !fi.Mode().IsRegular() || n > size {
+		return 0, nil
+	}
+	if rc.buf == nil {
+		rc.buf = make([]byte, 1<<20)
+	}
+	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n), rc.buf); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// data runs the window, then DONE and the verdict.
+func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error) {
+	m := x.m
+	remaining := int64(m.Size) - pos
+	var chunks, consumed uint64
+	failed := false
+	if remaining > 0 {
+		slotSize := int64(rc.slotSize)
+		if r := roundUp(remaining, 4096); r < slotSize {
+			slotSize = r
+		}
+		chunks = uint64((remaining + slotSize - 1) / slotSize)
+		slots := min(uint64(rc.slots), chunks)
+		win, rerr := rc.c.t.Register(int(slots)*int(slotSize), true)
+		if rerr != nil {
+			return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(slotSize), m.Name, rerr)
+		}
+		defer func() {
+			// Say why before withdrawing the window: the sender's next
+			// write then fails, and it finds the reason queued.
+			err = rc.c.fail(ctx, err)
+			win.Close()
+		}()
+		rem := win.Remote()
+		if err := rc.c.send(ctx, &Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
+			return err
+		}
+		batch := max(1, slots/4)
+		var credited uint64
+		mem := win.Bytes()
+		parallel := runtime.GOMAXPROCS(0) > 1
+		hp := startHasher(x.h)
+		defer close(hp.in)
+	loop:
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			mm, a, err := rc.c.recv(ctx)
+			if err != nil {
+				return err
+			}
+			if mm != nil {
+				if d, ok := mm.(*Done); ok && d.ID == m.ID {
+					win.Close() // the data is in: stop exposing memory
+					return rc.done(ctx, x, d, chunks, consumed, failed)
+				}
+				return unexpected(mm, fmt.Sprintf("during the data of transfer %d", m.ID))
+			}
+			slot, seq := DecodeImm(a.Imm)
+			if consumed >= chunks {
+				return protoErrorf("data write beyond the %d chunks of transfer %d", chunks, m.ID)
+			}
+			if uint64(slot) != consumed%slots || seq != uint32(consumed&immSeqMask) {
+				return protoErrorf("data write to slot %d with sequence %d, expected slot %d sequence %d", slot, seq, consumed%slots, consumed&immSeqMask)
+			}
+			n := min(slotSize, remaining-int64(consumed)*slotSize)
+			if int64(a.Len) != n {
+				return protoErrorf("data write of %d bytes for chunk %d, expected %d", a.Len, consumed, n)
+			}
+			consumed++
+			if failed {
+				continue loop
+			}
+			chunk := mem[int64(slot)*slotSize:][:n]
+			// Hash and write the chunk at once (both only read the slot).
+			par := n >= parallelHashMin && parallel
+			if par {
+				hp.in <- chunk
+			} else {
+				x.h.Write(chunk)
+			}
+			werr := rc.write(x, chunk, pos)
+			if par {
+				<-hp.done
+			}
+			if werr != nil {
+				failed = true
+				rc.discard(x)
+				if err := rc.rejectErr(ctx, x, "write", werr); err != nil {
+					return err
+				}
+				continue loop
+			}
+			pos += n
+			x.res.Bytes += n
+			rc.rep.Bytes += n
+			if consumed < chunks && consumed-credited >= batch {
+				credited = consumed
+				if err := rc.c.send(ctx, &Credit{ID: m.ID, Consumed: consumed}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	mm, _, err := rc.c.recv(ctx)
+	if err != nil {
+		return err
+	}
+	d, ok := mm.(*Done)
+	if !ok || d.ID != m.ID {
+		return unexpected(mm, fmt.Sprintf("while waiting for DONE of transfer %d", m.ID))
+	}
+	return rc.done(ctx, x, d, 0, 0, false)
+}
+
+func (rc *recvConn) write(x *recvFile, b []byte, off int64) error {
+	if rc.r.writeFault != nil {
+		if err := rc.r.writeFault(x.m.Name, off, len(b)); err != nil {
+			return &os.PathError{Op: "write", Path: x.partial, Err: err}
+		}
+	}
+	_, err := x.f.WriteAt(b, off)
+	return err
+}
+
+// discard closes and removes the partial copy.
+func (rc *recvConn) discard(x *recvFile) {
+	if x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+	rc.root.Remove(x.partial)
+}
+
+// done verifies and commits after DONE.
+func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, consumed uint64, failed bool) error {
+	m := x.m
+	if failed {
+		return nil // RESULT already sent
+	}
+	if d.Flags&DoneAborted != 0 {
+		x.f.Sync()
+		return rc.reject(ctx, x, CodeAborted, "the sender stopped sending %s; %d bytes are kept for --resume", m.Name, x.res.Offset+x.res.Bytes)
+	}
+	if d.Chunks != chunks || consumed != chunks {
+		return protoErrorf("DONE of transfer %d after %d chunks; %d arrived, %d expected", m.ID, d.Chunks, consumed, chunks)
+	}
+	x.h.Sum(x.res.Digest[:0])
+	if x.res.Digest != d.Digest {
+		rc.discard(x)
+		return rc.reject(ctx, x, CodeDigest, "%s arrived with SHA-256 %x, the sender's is %x; the copy was removed: send it again", m.Name, x.res.Digest, d.Digest)
+	}
+	f := x.f
+	if err := f.Sync(); err != nil {
+		rc.discard(x)
+		return rc.rejectErr(ctx, x, "sync", err)
+	}
+	if err := f.Chmod(fs.FileMode(m.Mode & 0o777)); err != nil {
+		rc.discard(x)
+		return rc.rejectErr(ctx, x, "chmod", err)
+	}
+	f.Close()
+	x.f = nil
+	mt := m.ModTime()
+	if err := rc.root.Chtimes(x.partial, mt, mt); err != nil {
+		rc.discard(x)
+		return rc.rejectErr(ctx, x, "set times of", err)
+	}
+	if err := rc.commit(x.partial, m.Name); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Raced with another writer of NAME: keep the verified copy.
+			return rc.reject(ctx, x, CodeExists, "%s appeared on the receiver during the transfer; the verified copy is kept as %s: start the receiver with --force to replace it", m.Name, x.partial)
+		}
+		return rc.rejectErr(ctx, x, "rename into place", err)
+	}
+	if dir, err := rc.root.Open(path.Dir(m.Name)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return rc.result(ctx, x, CodeOK, "")
+}
+
+// commit renames partial to name, refusing to replace an existing name
+// unless Force is set: without Force it hard-links (which fails if name
+// exists) and unlinks the partial, so there is no window in which a file
+// created concurrently is overwritten.
+func (rc *recvConn) commit(partial, name string) error {
+	if rc.r.Force {
+		return rc.root.Rename(partial, name)
+	}
+	err := rc.root.Link(partial, name)
+	if err == nil {
+		rc.root.Remove(partial)
+		return nil
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// File systems without hard links: check, then rename.
+	if _, lerr := rc.root.Lstat(name); lerr == nil {
+		return &fs.PathError{Op: "rename", Path: name, Err: fs.ErrExist}
+	}
+	return rc.root.Rename(partial, name)
+}
+
+// result sends RESULT and records the file's outcome.
+func (rc *recvConn) result(ctx context.Context, x *recvFile, code Code, text string) error {
+	if code != CodeOK && x.res.Err == nil {
+		x.res.Err = &Error{Code: code, Text: text}
+	}
+	x.res.Verified = code == CodeOK
+	rc.report(x)
+	return rc.c.send(ctx, &Result{ID: x.m.ID, Code: code, Digest: x.res.Digest, Text: truncText(text)})
+}
+
+func (rc *recvConn) reject(ctx context.Context, x *recvFile, code Code, format string, args ...any) error {
+	return rc.result(ctx, x, code, fmt.Sprintf(format, args...))
+}
+
+func (rc *recvConn) rejectErr(ctx context.Context, x *recvFile, op string, err error) error {
+	if isEscape(err) {
+		return rc.result(ctx, x, CodeBadName, fmt.Sprintf("%s leads outside the destination through a symbolic link on the receiver: refused", x.m.Name))
+	}
+	return rc.result(ctx, x, fileErrorCode(err), fmt.Sprintf("%s %s: %v", op, x.m.Name, err))
+}
+
+func (rc *recvConn) report(x *recvFile) {
+	if x.reported {
+		return
+	}
+	x.reported = true
+	x.res.Duration = time.Since(x.start)
+	rc.rep.Files = append(rc.rep.Files, x.res)
+	if rc.r.OnFile != nil {
+		rc.r.OnFile(x.res)
+	}
+}
+
+func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
+
+// parallelHashMin is the chunk size from which the receiver hashes in a
+// second goroutine while it writes (when it may use more than one CPU).
+const parallelHashMin = 64 << 10
+
+// hasher feeds a hash in its own goroutine: send a chunk on in, and it is
+// in the hash when done delivers. Close in to stop it.
+type hasher struct {
+	in   chan []byte
+	done chan struct{}
+}
+
+func startHasher(h hash.Hash) hasher {
+	hp := hasher{in: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for b := range hp.in {
+			h.Write(b)
+			hp.done <- struct{}{}
+		}
+	}()
+	return hp
+}
