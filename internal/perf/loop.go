@@ -547,20 +547,44 @@ func (s *session) waitByte(w byteWatch, v byte) error {
 	}
 }
 
-// pollOne spins until cq yields a completion, which must be a success.
-func (s *session) pollOne(cq *uverbs.CQ, wcs []uverbs.WC) error {
+// owedWait bounds how long pollOne keeps waiting for the completion of a
+// request this side posted once the peer has said it is done. The request
+// completes (with an ACK from the peer's device, not its program) or fails
+// after the QP's retries; this only keeps a dead device from hanging the
+// loop.
+const owedWait = 5 * time.Second
+
+// pollOne spins until cq yields a completion, which must be a success. A
+// control message from the peer (the end of its -D run, or an error) ends
+// the wait with errStopped, unless owed: then the completion is of a
+// request this side posted, which the device owes whatever the peer's
+// program does, so the wait goes on (up to owedWait) and the loop sees the
+// peer's message at its next receive.
+func (s *session) pollOne(cq *uverbs.CQ, wcs []uverbs.WC, owed bool) error {
+	var deadline int64
 	for spins := 0; ; spins++ {
 		if cq.Poll(wcs[:1]) == 1 {
 			return wcs[0].Err()
 		}
-		if spins%spinCheck == 0 {
-			s.yield()
-			if s.stopped() {
-				if cq.Poll(wcs[:1]) == 1 {
-					return wcs[0].Err()
-				}
-				return errStopped
-			}
+		if spins%spinCheck != 0 {
+			continue
+		}
+		s.yield()
+		if !s.stopped() {
+			continue
+		}
+		if cq.Poll(wcs[:1]) == 1 {
+			return wcs[0].Err()
+		}
+		if !owed || s.abort.Load() {
+			return errStopped
+		}
+		now := ticks()
+		switch {
+		case deadline == 0:
+			deadline = now + int64(owedWait.Seconds()*s.clock.MHz*1e6)
+		case now > deadline:
+			return fmt.Errorf("the peer ended the run, and the completion of this side's last request did not come in %v", owedWait)
 		}
 	}
 }
@@ -627,7 +651,7 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 			posts++
 		}
 		if ph.on || ccnt < iters {
-			if err := s.pollOne(s.scq, wcs); err != nil {
+			if err := s.pollOne(s.scq, wcs, true); err != nil {
 				return nil, s.loopErr(err)
 			}
 			ccnt++
@@ -663,7 +687,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			break
 		}
 		if (ph.on || rcnt < iters) && !(scnt < 1 && !s.server) {
-			if err := s.pollOne(s.rcq, wcs); err != nil {
+			if err := s.pollOne(s.rcq, wcs, false); err != nil {
 				if errors.Is(err, errStopped) && s.server && !s.abort.Load() {
 					break // the client is done
 				}
@@ -691,7 +715,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			}
 			posts++
 			if signal {
-				if err := s.pollOne(s.scq, wcs); err != nil {
+				if err := s.pollOne(s.scq, wcs, true); err != nil {
 					return nil, s.loopErr(err)
 				}
 			}
@@ -706,7 +730,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			return nil, err
 		}
 		scnt++
-		if err := s.pollOne(s.scq, wcs); err != nil {
+		if err := s.pollOne(s.scq, wcs, true); err != nil {
 			return nil, s.loopErr(err)
 		}
 	}
@@ -744,7 +768,7 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 		if err := e.qp.PostSend(wr...); err != nil {
 			return nil, fmt.Errorf("post send %d: %w", scnt, err)
 		}
-		if err := s.pollOne(s.scq, wcs); err != nil {
+		if err := s.pollOne(s.scq, wcs, true); err != nil {
 			return nil, s.loopErr(err)
 		}
 		ph.count(1)
