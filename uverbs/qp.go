@@ -190,9 +190,10 @@ func (qp *QP) setup(drv *abi.RxeCreateQPResp) error {
 	return nil
 }
 
-// writeDoorbell is the doorbell: one write(2) of the preallocated command.
+// writeDoorbell is the doorbell: one write(2) of the preallocated command,
+// made as a raw system call (see sys.RawWrite for why).
 func (qp *QP) writeDoorbell() error {
-	n, err := sys.Write(qp.fd, abi.Bytes(&qp.db.req))
+	n, err := sys.RawWrite(qp.fd, abi.Bytes(&qp.db.req))
 	qp.doorbells.Add(1)
 	if err != nil {
 		return err

@@ -18,8 +18,32 @@ func Open(path string) (int, error) { return unix.Open(path, unix.O_RDWR|unix.O_
 // Close closes fd.
 func Close(fd int) error { return unix.Close(fd) }
 
-// Write is write(2); the uverbs command interface and the rxe doorbell.
+// Write is write(2); the uverbs command interface.
 func Write(fd int, b []byte) (int, error) { return unix.Write(fd, b) }
+
+// RawWrite is write(2) made without telling the Go scheduler (RawSyscall):
+// the rxe doorbell, on the data path. A write through the scheduler's
+// syscall entry marks the goroutine's P as in a system call; when the call
+// outlasts one sysmon tick (20 µs, easily reached when rxe runs its
+// requester inside the write, as 6.1 does) and no other P is idle — always
+// so with GOMAXPROCS=1 — sysmon hands the P to another thread, and the
+// write returns to a thread without one: futex wake-ups, a trip through the
+// scheduler, and a sysmon that never backs off its 20 µs period. The
+// doorbell never blocks (the kernel runs or schedules the send queue and
+// returns), which is the condition for a raw system call; the cost is that
+// this thread's P runs nothing else for the length of the write, as with
+// a C program's doorbell.
+func RawWrite(fd int, b []byte) (int, error) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(p), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
 
 // Read is read(2); event records of completion channels and async event fds.
 func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
