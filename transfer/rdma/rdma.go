@@ -44,7 +44,7 @@ type Config struct {
 	// AckTimeout is the QP's local ACK timeout exponent (cm.Options.AckTimeout,
 	// rdma_set_option RDMA_OPTION_ID_ACK_TIMEOUT: 4.096 µs × 2^AckTimeout).
 	// 0 leaves the CM's default (on RoCE its packet lifetime + 1: 19, 2.1 s,
-	// with Linux 6.1 and 6.12). A packet lost at the
+	// with Linux 6.1; 17, 0.54 s, with 6.12). A packet lost at the
 	// end of a burst (nothing after it draws a NAK), a lost ACK, and with
 	// rxe any further loss while a go-back-N retransmission is under way
 	// (its completer ignores NAKs then) each cost one such timeout, so on a
