@@ -86,7 +86,10 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 	start := time.Now()
 	err := sc.run(ctx)
 	if sc.stage != nil {
-		if derr := t.Drain(ctx); err == nil && derr != nil {
+		// After a clean run every item has its RESULT and the BYEs are
+		// exchanged: a peer gone before acknowledging our last message
+		// (its ACK lost on a lossy link) costs nothing either.
+		if derr := t.Drain(ctx); err == nil && derr != nil && !errors.Is(derr, ErrPeerGone) {
 			err = derr
 		}
 		sc.stage.Close()

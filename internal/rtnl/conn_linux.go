@@ -101,3 +101,80 @@ func (c *Conn) AddAddr(name string, p netip.Prefix) error {
 	}
 	return nil
 }
+
+// ReplaceNetem puts a netem qdisc with options n at the root of link name,
+// replacing whatever root qdisc it had: `tc qdisc replace dev NAME root
+// handle 10: netem delay T J loss P% ...` (tc-netem(8)). Packets the link
+// sends then meet n's delay, loss, duplication and reordering; packets it
+// receives do not. It needs sch_netem (loaded, or loadable by the kernel)
+// and CAP_NET_ADMIN; DelRootQdisc undoes it.
+func (c *Conn) ReplaceNetem(name string, n Netem) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	req, err := replaceNetemReq(l.Index, n)
+	if err != nil {
+		return fmt.Errorf("add netem qdisc on %s: %w", name, err)
+	}
+	if _, err := c.c.Execute(RTM_NEWQDISC, netlink.NLM_F_CREATE|NLM_F_REPLACE, req); err != nil {
+		return fmt.Errorf("add netem qdisc on %s: %w", name, err)
+	}
+	return nil
+}
+
+// DelRootQdisc removes link name's root qdisc, which gives the link its
+// default one back: `tc qdisc del dev NAME root`. With the default already
+// in place the kernel answers ENOENT ("Cannot delete qdisc with handle of
+// zero").
+func (c *Conn) DelRootQdisc(name string) error {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.c.Execute(RTM_DELQDISC, 0, delRootQdiscReq(l.Index)); err != nil {
+		return fmt.Errorf("delete root qdisc of %s: %w", name, err)
+	}
+	return nil
+}
+
+// Qdiscs lists link name's qdiscs with their counters: `tc -s qdisc show
+// dev NAME` (an RTM_GETQDISC dump, filtered to the link).
+func (c *Conn) Qdiscs(name string) ([]Qdisc, error) {
+	l, err := c.LinkByName(name)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.c.Execute(RTM_GETQDISC, netlink.NLM_F_DUMP, getQdiscsReq(l.Index))
+	if err != nil {
+		return nil, fmt.Errorf("list qdiscs of %s: %w", name, err)
+	}
+	var out []Qdisc
+	for _, m := range msgs {
+		if m.Header.Type != RTM_NEWQDISC {
+			continue
+		}
+		q, err := parseQdisc(m.Data)
+		if err != nil {
+			return nil, fmt.Errorf("list qdiscs of %s: %w", name, err)
+		}
+		if q.Ifindex == l.Index {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// RootQdisc is the entry of Qdiscs(name) whose parent is TC_H_ROOT.
+func (c *Conn) RootQdisc(name string) (Qdisc, error) {
+	qs, err := c.Qdiscs(name)
+	if err != nil {
+		return Qdisc{}, err
+	}
+	for _, q := range qs {
+		if q.Parent == TC_H_ROOT {
+			return q, nil
+		}
+	}
+	return Qdisc{}, fmt.Errorf("list qdiscs of %s: the kernel reported no root qdisc", name)
+}

@@ -1,8 +1,10 @@
 // Copyright 2026 The rdmago Authors.
 
 // Package rtnl is a minimal rtnetlink (NETLINK_ROUTE) client: look up a link by
-// name, set it up or down, create or delete a link (veth pairs) and add an IPv4 address. It is what the
-// lab's guest init uses instead of iproute2 (rtnetlink(7)).
+// name, set it up or down, create or delete a link (veth pairs), add an IPv4
+// address, and put a netem qdisc (delay, loss, reordering) at a link's root.
+// It is what the lab's guest init and lab tests use instead of iproute2's ip
+// and tc (rtnetlink(7), tc-netem(8)).
 //
 // The request encoders are pure functions tested against golden bytes; Conn
 // sends them (Linux only).

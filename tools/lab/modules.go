@@ -18,11 +18,15 @@ import (
 // one's dependencies (from its .modinfo) are loaded before it. Modules built
 // into a kernel are skipped. crc32 comes first: rdma_rxe needs the "crc32"
 // crypto algorithm and the guest has no modprobe to load it on demand.
+// sch_netem (no dependencies, a few dozen KiB) lets tests put packet loss,
+// delay and reordering on the lab's link (package rtnl's netem qdisc); the
+// kernel would otherwise autoload it through modprobe, which the guest lacks.
 var GuestModules = []string{
 	"crc32_generic", "crc32_pclmul",
 	"virtio_pci", "9pnet_virtio", "9p",
 	"virtio_net", "veth",
 	"rdma_rxe", "ib_uverbs", "rdma_ucm",
+	"sch_netem",
 }
 
 // ModName normalises a module name the way the kernel does ('-' becomes '_').
