@@ -43,6 +43,7 @@ type common struct {
 	slotSize size
 	window   size
 	depth    int
+	ackTO    int
 	json     bool
 	quiet    bool
 	verbose  bool
@@ -55,6 +56,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Var(&c.slotSize, "slot-size", "`SIZE` of a slot, e.g. 256K, 1M (the receiver's value caps the sender's)")
 	fs.Var(&c.window, "window", "window `SIZE` (sets --slots to SIZE / --slot-size), e.g. 16M")
 	fs.IntVar(&c.depth, "queue-depth", rdma.DefaultMaxSlots, "`N` writes the connection can have in flight (its receive queue depth less control messages); caps the receiver's --slots")
+	fs.IntVar(&c.ackTO, "ack-timeout", 0, "local ACK timeout `EXP` of the connection, 4.096 µs × 2^EXP (1..31; 0 keeps rdma_cm's default, 2.1 s on Linux 6.1): on a lossy link 14 (67 ms) recovers from a lost packet much sooner")
 	fs.BoolVar(&c.json, "json", false, "print a JSON summary on standard output")
 	fs.BoolVar(&c.quiet, "q", false, "print errors only")
 	fs.BoolVar(&c.verbose, "v", false, "narrate every rdma_cm and verbs step")
@@ -73,6 +75,8 @@ func (c *common) check() error {
 		return fmt.Errorf("--slots × --slot-size is %v: the window may not exceed %v", size(int64(c.slots)*int64(c.slotSize)), size(transfer.MaxWindow))
 	case c.depth < 1 || c.depth > transfer.MaxSlots:
 		return fmt.Errorf("--queue-depth %d: want 1..%d", c.depth, transfer.MaxSlots)
+	case c.ackTO < 0 || c.ackTO > 31:
+		return fmt.Errorf("--ack-timeout %d: want 1..31 (an exponent: 4.096 µs × 2^N), or 0 for rdma_cm's default", c.ackTO)
 	}
 	return nil
 }
@@ -85,7 +89,7 @@ func (c *common) psk() ([]byte, error) {
 }
 
 func (c *common) rdmaConfig(stderr io.Writer) rdma.Config {
-	cfg := rdma.Config{MaxSlots: c.depth}
+	cfg := rdma.Config{MaxSlots: c.depth, AckTimeout: uint8(c.ackTO)}
 	if c.verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	}

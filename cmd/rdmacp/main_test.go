@@ -163,7 +163,7 @@ func TestUsage(t *testing.T) {
 	ctx := context.Background()
 	for _, args := range [][]string{
 		nil, {"frobnicate"}, {"send"}, {"send", "onlyhost"}, {"recv"}, {"recv", "a", "b"},
-		{"send", "--slots", "0", "f", "h"}, {"send", "--slot-size", "12Q", "f", "h"}, {"recv", filepath.Join(t.TempDir(), "missing")},
+		{"send", "--slots", "0", "f", "h"}, {"send", "--slot-size", "12Q", "f", "h"}, {"send", "--ack-timeout", "32", "f", "h"}, {"recv", "--ack-timeout", "-1", "d"}, {"recv", filepath.Join(t.TempDir(), "missing")},
 	} {
 		if r := runCmd(ctx, newMemNet(), args...); r.code != 2 || r.stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, r.code, r.stderr)
