@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,4 +254,129 @@ func TestContextCloseClosesObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Close racing with commands on the same object: once the destroy command
+// has been written, no command naming the handle may follow it.
+func TestCloseRacesCommands(t *testing.T) {
+	c, r := testContext(t)
+	qp := fakeQP(QPTypeRC, 4, 4, 1, 0)
+	qp.ctx, qp.handle = c, 5
+	cq := fakeCQ(4)
+	cq.ctx, cq.handle = c, 3
+	srq := &SRQ{ctx: c, handle: 4}
+	srq.rq = rxe.RecvQueue{Q: rxe.NewMemQueue(4, rxe.RecvWQEHeader+16), MaxSGE: 1}
+
+	// The reader plays the kernel: it records every command in order.
+	var (
+		mu   sync.Mutex
+		cmds []uint32
+	)
+	seen := func() []uint32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]uint32(nil), cmds...)
+	}
+	stop := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		buf := make([]byte, 4096)
+		for {
+			n, err := unix.Read(r, buf[:8])
+			if err == unix.EAGAIN {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				unix.Poll([]unix.PollFd{{Fd: int32(r), Events: unix.POLLIN}}, 10)
+				continue
+			}
+			if err != nil || n != 8 {
+				t.Errorf("read command header: %d %v", n, err)
+				return
+			}
+			cmd, words := binary.LittleEndian.Uint32(buf), int(binary.LittleEndian.Uint16(buf[4:]))
+			// Each command is one write(2) below PIPE_BUF: its body is there.
+			if n, err := unix.Read(r, buf[8:words*4]); err != nil || n != words*4-8 {
+				t.Errorf("read command %d body: %d %v", cmd, n, err)
+				return
+			}
+			mu.Lock()
+			cmds = append(cmds, cmd)
+			mu.Unlock()
+		}
+	}()
+
+	workers := []func() error{
+		qp.ModifyToErr,
+		func() error { _, err := qp.Query(); return err },
+		func() error { return cq.Arm(false) },
+		func() error { _, _, _, err := srq.Query(); return err },
+	}
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; i < 1e7 && time.Now().Before(deadline); i++ {
+				if err := w(); errors.Is(err, ErrClosed) {
+					return
+				}
+				// Other errors (EAGAIN from a full pipe) just mean retry.
+			}
+			t.Error("a worker never saw ErrClosed")
+		}()
+	}
+	// Close once every worker is under way.
+	running := func() bool {
+		n := map[uint32]int{}
+		for _, c := range seen() {
+			n[c]++
+		}
+		return n[abi.IB_USER_VERBS_CMD_MODIFY_QP] > 20 && n[abi.IB_USER_VERBS_CMD_QUERY_QP] > 20 &&
+			n[abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ] > 20 && n[abi.IB_USER_VERBS_CMD_QUERY_SRQ] > 20
+	}
+	for deadline := time.Now().Add(5 * time.Second); !running() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	for _, o := range []object{qp, cq, srq} {
+		for {
+			err := o.Close()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, unix.EAGAIN) {
+				t.Fatalf("%T.Close: %v", o, err)
+			}
+		}
+	}
+	wg.Wait()
+	close(stop)
+	<-readerDone
+
+	after := map[uint32]uint32{ // command -> the destroy that ends it
+		abi.IB_USER_VERBS_CMD_MODIFY_QP:     abi.IB_USER_VERBS_CMD_DESTROY_QP,
+		abi.IB_USER_VERBS_CMD_QUERY_QP:      abi.IB_USER_VERBS_CMD_DESTROY_QP,
+		abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: abi.IB_USER_VERBS_CMD_DESTROY_CQ,
+		abi.IB_USER_VERBS_CMD_QUERY_SRQ:     abi.IB_USER_VERBS_CMD_DESTROY_SRQ,
+	}
+	all := seen()
+	destroyed := map[uint32]bool{}
+	count := map[uint32]int{}
+	for i, cmd := range all {
+		count[cmd]++
+		if d, ok := after[cmd]; ok && destroyed[d] {
+			t.Errorf("command %d (%d) follows its object's destroy (%d)", i, cmd, d)
+		}
+		destroyed[cmd] = true
+	}
+	for cmd := range after {
+		if count[cmd] == 0 {
+			t.Errorf("no command %d before Close: the race was not exercised", cmd)
+		}
+	}
+	t.Logf("%d commands, by number: %v", len(all), count)
 }
