@@ -46,13 +46,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		core abi.CreateAHResp
 		drv  abi.RxeCreateAHResp // provider: rxe's AH number
 	}
-	d := attr.dest()
 	req := abi.CreateAH{
-		Response: abi.PtrU64(unsafe.Pointer(&resp)), UserHandle: uh, PDHandle: pd.handle,
-		Attr: abi.AHAttr{
-			GRH:  abi.GlobalRoute{DGID: d.DGID, FlowLabel: d.FlowLabel, SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
-			DLID: d.DLID, SL: d.SL, SrcPathBits: d.SrcPathBits, StaticRate: d.StaticRate, IsGlobal: d.IsGlobal, PortNum: d.PortNum,
-		},
+		Response: abi.PtrU64(unsafe.Pointer(&resp)), UserHandle: uh, PDHandle: pd.handle, Attr: attr.toABI(),
 	}
 	if err := c.write(abi.IB_USER_VERBS_CMD_CREATE_AH, abi.Bytes(&req), unsafe.Pointer(&resp), unsafe.Sizeof(resp)); err != nil {
 		c.forget(kindAH, ah, uh)

@@ -288,6 +288,30 @@ func (a *AHAttr) dest() abi.QPDest {
 	return d
 }
 
+// AHAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// rdma_cm's INIT_QP_ATTR and UD events report — into an AHAttr
+// (ibv_copy_ah_attr_from_kern).
+func AHAttrFromABI(a *abi.AHAttr) AHAttr {
+	return AHAttr{
+		GRH: GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.IsGlobal != 0, Port: a.PortNum,
+	}
+}
+
+// toABI is the AHAttr as struct ib_uverbs_ah_attr (CREATE_AH).
+func (a *AHAttr) toABI() abi.AHAttr {
+	r := abi.AHAttr{
+		GRH: abi.GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, PortNum: a.Port,
+	}
+	if a.IsGlobal {
+		r.IsGlobal = 1
+	}
+	return r
+}
+
 func ahFromDest(d *abi.QPDest) AHAttr {
 	return AHAttr{
 		GRH:  GlobalRoute{DGID: d.DGID, FlowLabel: d.FlowLabel, SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
