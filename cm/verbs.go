@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/rdmago/rdmago/abi"
-	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -134,31 +133,16 @@ func guidString(g uint64) string {
 }
 
 func deviceName(info AddrInfo) (string, error) {
-	if nl, err := rdmanl.Dial(); err == nil {
-		devs, err := nl.Devices()
-		nl.Close()
-		if err == nil {
-			for _, d := range devs {
-				if d.Index == info.DevIndex && (info.NodeGUID == 0 || d.NodeGUID == info.NodeGUID) {
-					return d.Name, nil
-				}
-			}
-		}
+	if d, err := uverbs.DeviceByIndex(info.DevIndex); err == nil && (info.NodeGUID == 0 || d.NodeGUID == guidString(info.NodeGUID)) {
+		return d.Name, nil
 	}
-	// No RDMA netlink: match the node GUID against sysfs.
-	devs, err := uverbs.Devices()
+	// No RDMA netlink (or the index names another device): match the node
+	// GUID against sysfs.
+	d, err := uverbs.DeviceByNodeGUID(info.NodeGUID)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("device index %d: %w (%w)", info.DevIndex, err, ErrNoDevice)
 	}
-	want := guidString(info.NodeGUID)
-	var names []string
-	for _, d := range devs {
-		names = append(names, d.Name)
-		if d.NodeGUID == want {
-			return d.Name, nil
-		}
-	}
-	return "", fmt.Errorf("no uverbs device with index %d and node GUID %s (have %s): %w", info.DevIndex, want, strings.Join(names, ", "), ErrNoDevice)
+	return d.Name, nil
 }
 
 // unsupportedQPMask are the attribute bits INIT_QP_ATTR may return that

@@ -133,6 +133,9 @@ func (c *Context) mapQueue(mi abi.MMInfo) ([]byte, error) {
 	return mem, nil
 }
 
+// Context is the Context the CQ was created on.
+func (cq *CQ) Context() *Context { return cq.ctx }
+
 // CQE is the number of completions the CQ holds, as the kernel sized it.
 func (cq *CQ) CQE() int { return cq.cqe }
 
