@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -133,11 +134,18 @@ func guidString(g uint64) string {
 }
 
 func deviceName(info AddrInfo) (string, error) {
-	if d, err := uverbs.DeviceByIndex(info.DevIndex); err == nil && (info.NodeGUID == 0 || d.NodeGUID == guidString(info.NodeGUID)) {
-		return d.Name, nil
+	if nl, err := rdmanl.Dial(); err == nil {
+		devs, err := nl.Devices()
+		nl.Close()
+		if err == nil {
+			for _, d := range devs {
+				if d.Index == info.DevIndex && (info.NodeGUID == 0 || d.NodeGUID == info.NodeGUID) {
+					return d.Name, nil
+				}
+			}
+		}
 	}
-	// No RDMA netlink (or the index names another device): match the node
-	// GUID against sysfs.
+	// No RDMA netlink: match the node GUID against sysfs.
 	d, err := uverbs.DeviceByNodeGUID(info.NodeGUID)
 	if err != nil {
 		return "", fmt.Errorf("device index %d: %w (%w)", info.DevIndex, err, ErrNoDevice)

@@ -239,7 +239,9 @@ func driverIDs() map[string]uint32 {
 
 // DeviceByIndex returns the device with the kernel's index idx — the index
 // RDMA netlink (RDMA_NLDEV_ATTR_DEV_INDEX) and rdma_cm (ib_dev_index) report.
-// It needs RDMA netlink (Linux 4.16+).
+// It needs RDMA netlink (Linux 4.16+). Like Devices it reads every GID
+// entry's netdev from sysfs, which is slow (rxe has 1024): do not call it per
+// connection.
 func DeviceByIndex(idx uint32) (Device, error) {
 	devs, err := nlDevices(false)
 	if err != nil {
