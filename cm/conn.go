@@ -51,8 +51,6 @@ type Conn struct {
 	remoteQKey uint32
 	ah         *uverbs.AH
 
-	qpMu       sync.Mutex // serialises the event hook's QP changes with Close
-	qpGone     bool
 	mrMu       sync.Mutex
 	mrs        []*uverbs.MR
 	stateMu    sync.Mutex
@@ -162,7 +160,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		o.logf("rdma_cm: event %v: remote qpn %#x qkey %#x", ev.Type, ev.UD.QPNum, ev.UD.QKey)
 		c.remoteQPN, c.remoteQKey = ev.UD.QPNum, ev.UD.QKey
 		c.peer = ConnParam{PrivateData: ev.UD.PrivateData, QPNum: ev.UD.QPNum, QKey: ev.UD.QKey}
-		ahAttr := ahFromABI(&ev.UD.AHAttr)
+		ahAttr := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
 		if c.ah, err = c.pd.CreateAH(ahAttr); err != nil {
 			return nil, fmt.Errorf("cm: dial %s: %w", what, err)
 		}
@@ -437,11 +435,11 @@ func (c *Conn) onEvent(ev Event) {
 	if !closing {
 		c.o.logf("rdma_cm: event %v: the connection ended", ev)
 	}
-	c.qpMu.Lock()
-	if c.qp != nil && !c.qpGone {
+	if c.qp != nil {
+		// Racing Close is fine: once the QP is closed this is ErrClosed
+		// and reaches no kernel object.
 		c.qp.ModifyToErr()
 	}
-	c.qpMu.Unlock()
 	if ev.Type == abi.RDMA_CM_EVENT_DISCONNECTED && !closing && !c.ud {
 		// Answer the peer's DREQ with a DREP now, as a TCP stack ACKs a
 		// FIN: the peer's Close then completes without waiting for this
@@ -561,13 +559,11 @@ func (c *Conn) close() error {
 	var errs []error
 	deadline := time.Now().Add(c.o.CloseTimeout)
 	if estab && !c.ud {
-		c.qpMu.Lock()
-		if c.qp != nil && !c.qpGone {
+		if c.qp != nil {
 			if err := c.qp.ModifyToErr(); err != nil && !ended {
 				errs = append(errs, err)
 			}
 		}
-		c.qpMu.Unlock()
 		removed := false
 		select {
 		case <-c.id.Removed():
@@ -656,11 +652,7 @@ func (c *Conn) teardown(deadline time.Time) error {
 		}
 	}
 	if c.qp != nil {
-		c.qpMu.Lock()
-		if !c.qpGone {
-			c.qp.ModifyToErr()
-		}
-		c.qpMu.Unlock()
+		c.qp.ModifyToErr()
 		if c.ownCQs {
 			// Nobody else polls the CQs this connection owns: collect the
 			// flushes of whatever work is still in the rings.
@@ -674,10 +666,7 @@ func (c *Conn) teardown(deadline time.Time) error {
 				c.o.logf("verbs: %v", err)
 			}
 		}
-		c.qpMu.Lock()
-		c.qpGone = true
 		add(c.qp.Close())
-		c.qpMu.Unlock()
 		c.o.logf("verbs: destroyed QP %#x", c.qp.Num())
 	}
 	if c.ah != nil {
@@ -725,7 +714,7 @@ func (c *Conn) NewAH() (*uverbs.AH, error) {
 	if err != nil {
 		return nil, err
 	}
-	attr := ahFromABI(&a.AHAttr)
+	attr := uverbs.AHAttrFromABI(&a.AHAttr)
 	if attr.GRH.DGID.IsZero() {
 		// UD ids return no address vector: build it from the addresses.
 		g, err := c.dev.ctx.GIDForIP(int(c.port), c.local.Addr())

@@ -146,19 +146,11 @@ func deviceName(info AddrInfo) (string, error) {
 		}
 	}
 	// No RDMA netlink: match the node GUID against sysfs.
-	devs, err := uverbs.Devices()
+	d, err := uverbs.DeviceByNodeGUID(info.NodeGUID)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("device index %d: %w (%w)", info.DevIndex, err, ErrNoDevice)
 	}
-	want := guidString(info.NodeGUID)
-	var names []string
-	for _, d := range devs {
-		names = append(names, d.Name)
-		if d.NodeGUID == want {
-			return d.Name, nil
-		}
-	}
-	return "", fmt.Errorf("no uverbs device with index %d and node GUID %s (have %s): %w", info.DevIndex, want, strings.Join(names, ", "), ErrNoDevice)
+	return d.Name, nil
 }
 
 // unsupportedQPMask are the attribute bits INIT_QP_ATTR may return that
@@ -179,29 +171,15 @@ func qpAttrFromABI(a *abi.QPAttr) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
 	if bad := mask & unsupportedQPMask; bad != 0 {
 		return uverbs.QPAttr{}, 0, fmt.Errorf("the CM asks for QP attributes %#x (alternate path, path migration, SQD notify or capabilities) that uverbs.QPAttr cannot carry: %w", bad, ErrNotSupported)
 	}
-	ah := &a.AHAttr
 	q := uverbs.QPAttr{
 		State: uverbs.QPState(a.QPState), CurState: uverbs.QPState(a.CurQPState), PathMTU: uverbs.MTU(a.PathMTU),
 		Qkey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
 		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PkeyIndex: a.PkeyIndex, Port: a.PortNum,
-		AH:          ahFromABI(ah),
+		AH:          uverbs.AHAttrFromABI(&a.AHAttr),
 		MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRnrTimer,
 		Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RnrRetry,
 	}
 	return q, uverbs.QPAttrMask(mask), nil
-}
-
-// ahFromABI converts the kernel's ib_uverbs_ah_attr (INIT_QP_ATTR, the UD
-// parameters of events) into uverbs.AHAttr.
-func ahFromABI(ah *abi.AHAttr) uverbs.AHAttr {
-	return uverbs.AHAttr{
-		GRH: uverbs.GlobalRoute{
-			DGID: uverbs.GID(ah.GRH.DGID), FlowLabel: ah.GRH.FlowLabel, SGIDIndex: ah.GRH.SGIDIndex,
-			HopLimit: ah.GRH.HopLimit, TrafficClass: ah.GRH.TrafficClass,
-		},
-		DLID: ah.DLID, SL: ah.SL, SrcPathBits: ah.SrcPathBits, StaticRate: ah.StaticRate,
-		IsGlobal: ah.IsGlobal != 0, Port: ah.PortNum,
-	}
 }
 
 // maskString names the bits of a QP attribute mask (ibv_qp_attr_mask).

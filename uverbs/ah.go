@@ -5,13 +5,15 @@ package uverbs
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 )
 
 // AH is an address handle (struct ibv_ah): the destination of UD sends. The
-// caller must Close it after the last send using it completed.
+// caller must Close it after the last send using it completed. Once it (or
+// its Context) is closed, PostSend refuses it with ErrClosed.
 type AH struct {
 	pd     *PD
 	handle uint32
@@ -19,7 +21,7 @@ type AH struct {
 	uh     uint64
 	attr   AHAttr
 	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool // set under mu; read by PostSend without it
 }
 
 // CreateAH is ibv_create_ah. For RoCE set IsGlobal and GRH (DGID the peer's
@@ -30,6 +32,10 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if attr.Port == 0 {
 		attr.Port = 1
 	}
+	if err := pd.rlockOpen("create ah: pd"); err != nil {
+		return nil, err
+	}
+	defer pd.mu.RUnlock()
 	ah := &AH{pd: pd, attr: attr}
 	uh, err := c.track(kindAH, ah)
 	if err != nil {
@@ -40,13 +46,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 		core abi.CreateAHResp
 		drv  abi.RxeCreateAHResp // provider: rxe's AH number
 	}
-	d := attr.dest()
 	req := abi.CreateAH{
-		Response: abi.PtrU64(unsafe.Pointer(&resp)), UserHandle: uh, PDHandle: pd.handle,
-		Attr: abi.AHAttr{
-			GRH:  abi.GlobalRoute{DGID: d.DGID, FlowLabel: d.FlowLabel, SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
-			DLID: d.DLID, SL: d.SL, SrcPathBits: d.SrcPathBits, StaticRate: d.StaticRate, IsGlobal: d.IsGlobal, PortNum: d.PortNum,
-		},
+		Response: abi.PtrU64(unsafe.Pointer(&resp)), UserHandle: uh, PDHandle: pd.handle, Attr: attr.toABI(),
 	}
 	if err := c.write(abi.IB_USER_VERBS_CMD_CREATE_AH, abi.Bytes(&req), unsafe.Pointer(&resp), unsafe.Sizeof(resp)); err != nil {
 		c.forget(kindAH, ah, uh)
@@ -73,13 +74,20 @@ func (ah *AH) destroy() error {
 func (ah *AH) Close() error {
 	ah.mu.Lock()
 	defer ah.mu.Unlock()
-	if ah.closed {
+	if ah.closed.Load() {
 		return nil
 	}
 	if err := ah.destroy(); err != nil {
 		return fmt.Errorf("destroy ah: %w", err)
 	}
-	ah.closed = true
+	ah.closed.Store(true)
 	ah.pd.ctx.forget(kindAH, ah, ah.uh)
 	return nil
+}
+
+// abandon marks the AH closed without a system call (see QP.abandon).
+func (ah *AH) abandon() {
+	ah.mu.Lock()
+	ah.closed.Store(true)
+	ah.mu.Unlock()
 }

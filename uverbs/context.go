@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -26,7 +27,10 @@ import (
 // Closing a Context closes what is still open in dependency order — QPs, SRQs,
 // AHs, CQs, MRs, PDs, completion channels — and then the device. Objects may
 // also be closed individually, children first (a CQ cannot be destroyed while a
-// QP uses it: the kernel answers EBUSY).
+// QP uses it: the kernel answers EBUSY). Once an object or its Context is
+// closed, its methods that would reach the kernel fail with ErrClosed — the
+// kernel reuses handles, so a stale one would act on a later object — while
+// accessors keep answering from what they cached; Close stays idempotent.
 //
 // Concurrency: creating, modifying, querying and closing objects is safe from
 // any goroutine. The data path is not: each QP must be posted to by one
@@ -286,6 +290,12 @@ func (c *Context) forget(kind int, o object, handle uint64) {
 	c.mu.Unlock()
 }
 
+func (c *Context) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 func (c *Context) lookup(handle uint64) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -436,9 +446,10 @@ func (c *Context) getContext() (int, error) {
 // eventFile is a non-blocking event fd (completion channel, async events)
 // parked on the Go netpoller.
 type eventFile struct {
-	f  *os.File
-	rc syscall.RawConn
-	mu sync.Mutex // one reader at a time: reads share the file's deadline
+	f      *os.File
+	rc     syscall.RawConn
+	mu     sync.Mutex // one reader at a time: reads share the file's deadline
+	closed atomic.Bool
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
@@ -455,4 +466,9 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	return &eventFile{f: f, rc: rc}, nil
 }
 
-func (e *eventFile) Close() error { return e.f.Close() }
+// Close closes the fd; a read blocked on it, or started later, fails with
+// ErrClosed.
+func (e *eventFile) Close() error {
+	e.closed.Store(true)
+	return e.f.Close()
+}

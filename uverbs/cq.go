@@ -19,7 +19,9 @@ import (
 // CQ is a completion queue (struct ibv_cq) whose ring is mapped from the
 // kernel: Poll reads completions with no system call. One goroutine at a time
 // may Poll; Arm, Resize and Close are safe anywhere. The caller must Close it
-// after the QPs that use it.
+// after the QPs that use it. Once the CQ or its Context is closed, Arm and
+// Resize fail with ErrClosed (the kernel reuses the handle), PollN too, and
+// Poll finds nothing.
 type CQ struct {
 	ctx     *Context
 	handle  uint32
@@ -29,7 +31,7 @@ type CQ struct {
 	mem     []byte
 	ring    rxe.CQ
 
-	mu     sync.Mutex
+	mu     sync.RWMutex // read-held by commands naming the handle, held by Close and Resize
 	closed bool
 
 	compEvents uint32 // events delivered through the channel
@@ -52,6 +54,17 @@ func (c *Context) CreateCQ(cqe int, opts *CQOptions) (*CQ, error) {
 	var o CQOptions
 	if opts != nil {
 		o = *opts
+	}
+	if o.Channel != nil {
+		if o.Channel.ctx != c {
+			return nil, fmt.Errorf("create cq: the completion channel belongs to another Context: %w", unix.EINVAL)
+		}
+		// The channel's fd number goes into the command: hold it open.
+		o.Channel.mu.RLock()
+		defer o.Channel.mu.RUnlock()
+		if o.Channel.closed {
+			return nil, fmt.Errorf("create cq: completion channel: %w", ErrClosed)
+		}
 	}
 	cq := &CQ{ctx: c, channel: o.Channel}
 	uh, err := c.track(kindCQ, cq)
@@ -120,12 +133,15 @@ func (c *Context) mapQueue(mi abi.MMInfo) ([]byte, error) {
 	return mem, nil
 }
 
+// Context is the Context the CQ was created on.
+func (cq *CQ) Context() *Context { return cq.ctx }
+
 // CQE is the number of completions the CQ holds, as the kernel sized it.
 func (cq *CQ) CQE() int { return cq.cqe }
 
 // Poll is ibv_poll_cq: it copies up to len(wcs) completions, oldest first,
 // and returns how many. It reads the mapped ring only: no system call and no
-// allocation. Zero means the CQ is empty.
+// allocation. Zero means the CQ is empty (or closed).
 func (cq *CQ) Poll(wcs []WC) int {
 	if cq.ring.Q == nil { // closed
 		return 0
@@ -160,6 +176,9 @@ func (cq *CQ) PollN(ctx context.Context, wcs []WC, n int) (int, error) {
 			break
 		}
 		if k == 0 {
+			if cq.ring.Q == nil {
+				return got, fmt.Errorf("poll cq: %d of %d completions: %w", got, n, ErrClosed)
+			}
 			if err := ctx.Err(); err != nil {
 				return got, fmt.Errorf("poll cq: %d of %d completions: %w", got, n, err)
 			}
@@ -177,6 +196,10 @@ func (cq *CQ) PollN(ctx context.Context, wcs []WC, n int) (int, error) {
 // completion channel. Events are one-shot: re-arm after each, then poll
 // again, since completions that arrived before arming raise no event.
 func (cq *CQ) Arm(solicitedOnly bool) error {
+	if err := cq.rlockOpen("req notify cq"); err != nil {
+		return err
+	}
+	defer cq.mu.RUnlock()
 	req := abi.ReqNotifyCQ{CQHandle: cq.handle}
 	if solicitedOnly {
 		req.SolicitedOnly = 1
@@ -193,7 +216,7 @@ func (cq *CQ) Resize(cqe int) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.closed {
-		return ErrClosed
+		return fmt.Errorf("resize cq to %d: %w", cqe, ErrClosed)
 	}
 	var resp struct {
 		core abi.ResizeCQResp
@@ -210,6 +233,17 @@ func (cq *CQ) Resize(cqe int) error {
 	cq.cqe = int(resp.core.CQE)
 	if err := cq.ctx.res.unmap(old); err != nil {
 		return fmt.Errorf("resize cq: unmap old ring: %w", err)
+	}
+	return nil
+}
+
+// rlockOpen read-locks the CQ for a command naming its handle; once the CQ
+// is closed it fails, saying what, and leaves it unlocked.
+func (cq *CQ) rlockOpen(what string) error {
+	cq.mu.RLock()
+	if cq.closed {
+		cq.mu.RUnlock()
+		return fmt.Errorf("%s: %w", what, ErrClosed)
 	}
 	return nil
 }

@@ -167,52 +167,126 @@ func netdevsOf(ibdev string) []string {
 	return out
 }
 
-// driverIDs asks RDMA netlink which driver serves each device's uverbs
+// nlDevice is what RDMA netlink says about a device.
+type nlDevice struct {
+	name     string
+	index    uint32
+	driverID uint32 // 0 if unknown
+}
+
+// nlDevices lists the RDMA devices over RDMA netlink (RDMA_NLDEV_CMD_GET)
+// with, when driverIDs is set, the driver serving each one's uverbs
 // (RDMA_NLDEV_CMD_GET_CHARDEV, attribute RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID).
-// The ioctl interface refuses commands whose header names another driver.
-// Errors leave the map empty; callers fall back to sysfs hints.
-func driverIDs() map[string]uint32 {
-	out := map[string]uint32{}
+func nlDevices(driverIDs bool) ([]nlDevice, error) {
 	c, err := netlink.Dial(unix.NETLINK_RDMA)
 	if err != nil {
-		return out
+		return nil, err
 	}
 	defer c.Close()
 	typ := func(cmd uint16) uint16 { return abi.RDMA_NL_GET_TYPE(abi.RDMA_NL_NLDEV, cmd) }
 	msgs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET), netlink.NLM_F_DUMP, nil)
 	if err != nil {
-		return out
+		return nil, err
 	}
+	var out []nlDevice
 	for _, m := range msgs {
 		attrs, err := netlink.ParseAttrs(m.Data)
 		if err != nil {
 			continue
 		}
-		var idx uint32
-		var name string
+		var d nlDevice
 		for _, a := range attrs {
 			switch a.Type {
 			case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
-				idx = a.Uint32()
+				d.index = a.Uint32()
 			case abi.RDMA_NLDEV_ATTR_DEV_NAME:
-				name = a.String()
+				d.name = a.String()
 			}
 		}
-		var e netlink.Encoder
-		e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
-		e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
-		rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode())
-		if err != nil {
-			continue
-		}
-		for _, r := range rs {
-			ra, _ := netlink.ParseAttrs(r.Data)
-			for _, a := range ra {
-				if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
-					out[name] = a.Uint32()
+		if driverIDs {
+			var e netlink.Encoder
+			e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, d.index)
+			e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
+			if rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode()); err == nil {
+				for _, r := range rs {
+					ra, _ := netlink.ParseAttrs(r.Data)
+					for _, a := range ra {
+						if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
+							d.driverID = a.Uint32()
+						}
+					}
 				}
 			}
 		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// driverIDs maps device names to the driver serving their uverbs. The ioctl
+// interface refuses commands whose header names another driver. Errors
+// leave the map empty; callers fall back to sysfs hints.
+func driverIDs() map[string]uint32 {
+	out := map[string]uint32{}
+	devs, _ := nlDevices(true)
+	for _, d := range devs {
+		if d.driverID != 0 {
+			out[d.name] = d.driverID
+		}
 	}
 	return out
+}
+
+// DeviceByIndex returns the device with the kernel's index idx — the index
+// RDMA netlink (RDMA_NLDEV_ATTR_DEV_INDEX) and rdma_cm (ib_dev_index) report.
+// It needs RDMA netlink (Linux 4.16+). Like Devices it reads every GID
+// entry's netdev from sysfs, which is slow (rxe has 1024): do not call it per
+// connection.
+func DeviceByIndex(idx uint32) (Device, error) {
+	devs, err := nlDevices(false)
+	if err != nil {
+		return Device{}, fmt.Errorf("device with index %d: rdma netlink: %w", idx, err)
+	}
+	for _, d := range devs {
+		if d.index == idx {
+			return DeviceByName(d.name)
+		}
+	}
+	return Device{}, fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)
+}
+
+// parseNodeGUID parses a node GUID as sysfs and Device.NodeGUID print it
+// ("5054:00ff:fe12:3456") into its value.
+func parseNodeGUID(s string) (uint64, error) {
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return 0, fmt.Errorf("node GUID %q: want four groups of hex digits separated by colons", s)
+	}
+	var g uint64
+	for _, x := range f {
+		v, err := strconv.ParseUint(x, 16, 16)
+		if err != nil || len(x) == 0 {
+			return 0, fmt.Errorf("node GUID %q: bad group %q", s, x)
+		}
+		g = g<<16 | v
+	}
+	return g, nil
+}
+
+// DeviceByNodeGUID returns the device whose node GUID is guid (host order,
+// as DeviceAttr.NodeGUID and rdma_cm's node_guid after byte swapping give it).
+func DeviceByNodeGUID(guid uint64) (Device, error) {
+	devs, err := Devices()
+	if err != nil {
+		return Device{}, err
+	}
+	var names []string
+	for _, d := range devs {
+		names = append(names, d.Name)
+		if g, err := parseNodeGUID(d.NodeGUID); err == nil && g == guid {
+			return d, nil
+		}
+	}
+	return Device{}, fmt.Errorf("no RDMA device with node GUID %04x:%04x:%04x:%04x (have %s): %w",
+		guid>>48, guid>>32&0xffff, guid>>16&0xffff, guid&0xffff, strings.Join(names, ", "), ErrNoDevice)
 }

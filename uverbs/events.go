@@ -17,10 +17,22 @@ import (
 )
 
 // read reads one event record into buf, parking the goroutine on the Go
-// netpoller until the kernel has one or ctx is done.
+// netpoller until the kernel has one or ctx is done. It fails with ErrClosed
+// once the file is closed (the raw conn itself reports the poller's own
+// "use of closed file", which is not os.ErrClosed).
 func (e *eventFile) read(ctx context.Context, buf []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.readLocked(ctx, buf); err != nil {
+		if e.closed.Load() || errors.Is(err, os.ErrClosed) {
+			return ErrClosed
+		}
+		return err
+	}
+	return nil
+}
+
+func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -56,6 +68,8 @@ func (e *eventFile) read(ctx context.Context, buf []byte) error {
 // descriptor that becomes readable when an armed CQ attached to it gets a
 // completion. Wait parks the goroutine on Go's netpoller, not a thread. Any
 // number of CQs may share a channel. The caller must Close it after its CQs.
+// Once it (or its Context) is closed, Wait and CreateCQ with it fail with
+// ErrClosed: its fd number may already be another file's.
 type CompChannel struct {
 	ctx    *Context
 	fd     int
@@ -63,7 +77,7 @@ type CompChannel struct {
 	uh     uint64
 	rmu    sync.Mutex // one reader at a time
 	buf    abi.CompEventDesc
-	mu     sync.Mutex
+	mu     sync.RWMutex // read-held by CreateCQ while it passes fd, held by Close
 	closed bool
 }
 
@@ -96,9 +110,6 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	ch.rmu.Lock()
 	defer ch.rmu.Unlock()
 	if err := ch.ev.read(ctx, abi.Bytes(&ch.buf)); err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			err = ErrClosed
-		}
 		return nil, fmt.Errorf("wait for completion event: %w", err)
 	}
 	cq, ok := ch.ctx.lookup(ch.buf.CQHandle).(*CQ)
@@ -159,14 +170,14 @@ func (e AsyncEvent) String() string {
 // asynchronous event for this Context, or ctx is done. Events need no
 // acknowledgement.
 func (c *Context) WaitAsyncEvent(ctx context.Context) (AsyncEvent, error) {
+	if c.isClosed() {
+		return AsyncEvent{}, fmt.Errorf("wait async event: %w", ErrClosed)
+	}
 	if c.async == nil {
 		return AsyncEvent{}, fmt.Errorf("wait async event: the kernel gave no async event fd: %w", ErrNotSupported)
 	}
 	var d abi.AsyncEventDesc
 	if err := c.async.read(ctx, abi.Bytes(&d)); err != nil {
-		if errors.Is(err, os.ErrClosed) {
-			err = ErrClosed
-		}
 		return AsyncEvent{}, fmt.Errorf("wait async event: %w", err)
 	}
 	ev := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}

@@ -110,6 +110,12 @@ func TestDevicesFromSysfs(t *testing.T) {
 	if _, err := DeviceByName("rxe9"); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
 		t.Errorf("DeviceByName(rxe9): %v", err)
 	}
+	if d, err := DeviceByNodeGUID(0x505400fffe770001); err != nil || d.Name != "rxe0" {
+		t.Errorf("DeviceByNodeGUID: %+v %v", d, err)
+	}
+	if _, err := DeviceByNodeGUID(0x505400fffe770002); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "5054:00ff:fe77:0002") {
+		t.Errorf("DeviceByNodeGUID of a missing GUID: %v", err)
+	}
 	if p, err := providerFor(devs[1]); err != nil || p != providerRXE {
 		t.Errorf("rxe0 provider: %v %v", p, err)
 	}
@@ -180,5 +186,16 @@ func TestRegMRValidation(t *testing.T) {
 	}
 	if _, err := pd.RegMR(make([]byte, 8), AccessLocalWrite|AccessFlushGlobal); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("flush access without device support: %v", err)
+	}
+}
+
+func TestParseNodeGUID(t *testing.T) {
+	if g, err := parseNodeGUID("5054:00ff:fe12:3456"); err != nil || g != 0x505400fffe123456 {
+		t.Errorf("parse: %#x %v", g, err)
+	}
+	for _, bad := range []string{"", "5054:00ff:fe12", "5054:00ff:fe12:3456:0", "5054::fe12:3456", "505400:ff:fe12:3456", "zz54:00ff:fe12:3456"} {
+		if _, err := parseNodeGUID(bad); err == nil {
+			t.Errorf("parsed %q", bad)
+		}
 	}
 }

@@ -73,6 +73,7 @@ type epOpts struct {
 	cap     QPCap
 	srq     *SRQ
 	channel *CompChannel
+	cq      *CQ // use this CQ instead of creating one
 }
 
 func newEndpoint(t testing.TB, c *Context, pd *PD, e labEnv, o epOpts) *endpoint {
@@ -89,9 +90,12 @@ func newEndpoint(t testing.TB, c *Context, pd *PD, e labEnv, o epOpts) *endpoint
 	if o.cap.MaxSendWR == 0 {
 		o.cap = QPCap{MaxSendWR: 64, MaxRecvWR: 64, MaxSendSGE: 4, MaxRecvSGE: 4, MaxInlineData: 128}
 	}
-	cq, err := c.CreateCQ(256, &CQOptions{Channel: o.channel})
-	if err != nil {
-		t.Fatal(err)
+	cq := o.cq
+	if cq == nil {
+		var err error
+		if cq, err = c.CreateCQ(256, &CQOptions{Channel: o.channel}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	buf, err := AllocBuffer(o.size)
 	if err != nil {

@@ -78,6 +78,21 @@ func TestLabDeviceQuery(t *testing.T) {
 	if d2, err := DeviceByIP(e.addr); err != nil || d2.Name != e.Dev {
 		t.Errorf("DeviceByIP(%v) = %+v, %v", e.addr, d2, err)
 	}
+	if d2, err := DeviceByNodeGUID(a.NodeGUID); err != nil || d2.Name != e.Dev {
+		t.Errorf("DeviceByNodeGUID(%#x) = %+v, %v", a.NodeGUID, d2, err)
+	}
+	nl, err := nlDevices(false)
+	if err != nil || len(nl) == 0 {
+		t.Fatalf("rdma netlink devices: %+v %v", nl, err)
+	}
+	for _, n := range nl {
+		if d2, err := DeviceByIndex(n.index); err != nil || d2.Name != n.name {
+			t.Errorf("DeviceByIndex(%d) = %+v, %v; want %s", n.index, d2, err, n.name)
+		}
+	}
+	if _, err := DeviceByIndex(1 << 30); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("DeviceByIndex of a missing index: %v", err)
+	}
 	if _, err := Open("nosuchdev0"); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("Open(nosuchdev0): %v", err)
 	}

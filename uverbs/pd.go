@@ -16,12 +16,14 @@ import (
 
 // PD is a protection domain (struct ibv_pd). MRs, QPs, SRQs and AHs belong to
 // one; only objects of the same PD work together. The caller must Close it
-// after closing its children (Context.Close does all of it).
+// after closing its children (Context.Close does all of it). Once the PD or
+// its Context is closed, creating objects on it fails with ErrClosed: the
+// kernel reuses the PD's handle for later objects, so it is never sent again.
 type PD struct {
 	ctx    *Context
 	handle uint32
 	uh     uint64
-	mu     sync.Mutex
+	mu     sync.RWMutex // read-held by commands naming the handle, held by Close
 	closed bool
 }
 
@@ -66,6 +68,24 @@ func (pd *PD) Close() error {
 	return nil
 }
 
+// rlockOpen read-locks the PD for a command naming its handle; once the PD
+// is closed it fails, saying what (e.g. "reg mr: pd"), and leaves it unlocked.
+func (pd *PD) rlockOpen(what string) error {
+	pd.mu.RLock()
+	if pd.closed {
+		pd.mu.RUnlock()
+		return fmt.Errorf("%s: %w", what, ErrClosed)
+	}
+	return nil
+}
+
+// abandon marks the PD closed without a system call (see QP.abandon).
+func (pd *PD) abandon() {
+	pd.mu.Lock()
+	pd.closed = true
+	pd.mu.Unlock()
+}
+
 // MR is a memory region (struct ibv_mr): memory the device may access, with
 // an lkey for local SGEs and an rkey for remote peers. The caller must Close
 // it before freeing or reusing the memory for something else.
@@ -95,6 +115,10 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 		return nil, fmt.Errorf("reg mr: %v needs IBV_ACCESS_LOCAL_WRITE as well: %w", access, unix.EINVAL)
 	}
 	c := pd.ctx
+	if err := pd.rlockOpen("reg mr: pd"); err != nil {
+		return nil, err
+	}
+	defer pd.mu.RUnlock()
 	if access&(AccessFlushGlobal|AccessFlushPersistent) != 0 && c.capsEx&(abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL|abi.IB_UVERBS_DEVICE_FLUSH_PERSISTENT) == 0 {
 		return nil, fmt.Errorf("reg mr: %v: the device does not do FLUSH (Linux 6.2+): %w", access, ErrNotSupported)
 	}
@@ -166,6 +190,14 @@ func (mr *MR) Close() error {
 	mr.closed = true
 	mr.pd.ctx.forget(kindMR, mr, mr.uh)
 	return nil
+}
+
+// abandon marks the MR closed without a system call (see QP.abandon); the
+// Context released its pin.
+func (mr *MR) abandon() {
+	mr.mu.Lock()
+	mr.closed = true
+	mr.mu.Unlock()
 }
 
 // Buffer is page-aligned anonymous memory outside the Go heap, for MRs

@@ -62,13 +62,18 @@ type RecvWR struct {
 	SGL []SGE
 }
 
-var errNoAH = errors.New("UD send needs an AH")
+var (
+	errNoAH     = errors.New("UD send needs an AH")
+	errClosedAH = fmt.Errorf("UD send to a closed AH: %w", ErrClosed)
+)
 
 // PostSend is ibv_post_send: it writes each work request into the mapped send
 // ring and then rings the doorbell once, with one write(2), for the whole list.
 // It allocates nothing. On failure it returns a *PostError giving the index of
 // the first request not posted; the requests before it were posted and the
 // doorbell rung for them. A full ring gives ErrQueueFull: poll the send CQ.
+// On a closed QP, or with a closed AH, it fails with ErrClosed and posts
+// nothing.
 func (qp *QP) PostSend(wrs ...SendWR) error {
 	if qp.sq.Q == nil {
 		return &PostError{Op: "post send", Err: ErrClosed}
@@ -121,6 +126,9 @@ func (qp *QP) postOne(wr *SendWR) error {
 		if wr.AH == nil {
 			return errNoAH
 		}
+		if wr.AH.closed.Load() { // its number may already name another AH
+			return errClosedAH
+		}
 		r.AHNum, r.RemoteQPN, r.RemoteQkey = wr.AH.num, wr.RemoteQPN, wr.RemoteQkey
 	}
 	if qp.sigAll {
@@ -144,7 +152,7 @@ func postErr(err error) error {
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if qp.rq.Q == nil {
 		err := ErrClosed
-		if qp.srq != nil && !qp.closed {
+		if qp.srq != nil && !qp.closed.Load() {
 			err = fmt.Errorf("the QP receives from an SRQ: post to the SRQ: %w", unix.EINVAL)
 		}
 		return &PostError{Op: "post recv", Err: err}

@@ -42,8 +42,14 @@ type QPInitAttr struct {
 // from the kernel: PostRecv writes the receive ring only, PostSend writes the
 // send ring and then rings the doorbell with one write(2) of a preallocated
 // POST_SEND command carrying no work request. One goroutine may post sends and
-// one receives at a time; Modify, Query and Close are safe anywhere. The
-// caller must Close it before its CQs, SRQ and PD.
+// one receives at a time; Modify, Query and Close are safe anywhere (but not
+// Close while a post is running). The caller must Close it before its CQs, SRQ
+// and PD.
+//
+// Once the QP or its Context is closed, every method that would reach the
+// kernel or the rings fails with ErrClosed: the kernel hands the QP's handle
+// to the next object created, and a stale handle would modify or query that
+// one. Accessors (Num, Type, Cap, State, ...) keep answering.
 type QP struct {
 	ctx    *Context
 	pd     *PD
@@ -72,8 +78,8 @@ type QP struct {
 	flushOK       bool
 	atomicWriteOK bool
 
-	mu     sync.Mutex
-	closed bool
+	mu     sync.RWMutex // read-held by commands naming the handle, held by Close
+	closed atomic.Bool  // set under mu; read without it on the data path's error paths
 }
 
 // doorbell is the POST_SEND command rxe's provider writes after filling the
@@ -103,6 +109,28 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 	}
 	if attr.SendCQ.ctx != c || attr.RecvCQ.ctx != c || (attr.SRQ != nil && attr.SRQ.ctx != c) {
 		return nil, fmt.Errorf("create qp: CQs and SRQ must come from the PD's Context: %w", unix.EINVAL)
+	}
+	// Hold the PD, CQs and SRQ open until the kernel has the QP (which then
+	// keeps them from being destroyed): their handles go into the command.
+	if err := pd.rlockOpen("create qp: pd"); err != nil {
+		return nil, err
+	}
+	defer pd.mu.RUnlock()
+	if err := attr.SendCQ.rlockOpen("create qp: send cq"); err != nil {
+		return nil, err
+	}
+	defer attr.SendCQ.mu.RUnlock()
+	if attr.RecvCQ != attr.SendCQ { // a second read lock could deadlock against a waiting Close
+		if err := attr.RecvCQ.rlockOpen("create qp: recv cq"); err != nil {
+			return nil, err
+		}
+		defer attr.RecvCQ.mu.RUnlock()
+	}
+	if attr.SRQ != nil {
+		if err := attr.SRQ.rlockOpen("create qp: srq"); err != nil {
+			return nil, err
+		}
+		defer attr.SRQ.mu.RUnlock()
 	}
 	qp := &QP{ctx: c, pd: pd, typ: attr.Type, sendCQ: attr.SendCQ, recvCQ: attr.RecvCQ, srq: attr.SRQ, sigAll: attr.SigAll}
 	uh, err := c.track(kindQP, qp)
@@ -260,6 +288,30 @@ func (a *AHAttr) dest() abi.QPDest {
 	return d
 }
 
+// AHAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// rdma_cm's INIT_QP_ATTR and UD events report — into an AHAttr
+// (ibv_copy_ah_attr_from_kern).
+func AHAttrFromABI(a *abi.AHAttr) AHAttr {
+	return AHAttr{
+		GRH: GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.IsGlobal != 0, Port: a.PortNum,
+	}
+}
+
+// toABI is the AHAttr as struct ib_uverbs_ah_attr (CREATE_AH).
+func (a *AHAttr) toABI() abi.AHAttr {
+	r := abi.AHAttr{
+		GRH: abi.GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, PortNum: a.Port,
+	}
+	if a.IsGlobal {
+		r.IsGlobal = 1
+	}
+	return r
+}
+
 func ahFromDest(d *abi.QPDest) AHAttr {
 	return AHAttr{
 		GRH:  GlobalRoute{DGID: d.DGID, FlowLabel: d.FlowLabel, SGIDIndex: d.SGIDIndex, HopLimit: d.HopLimit, TrafficClass: d.TrafficClass},
@@ -296,6 +348,11 @@ type QPAttr struct {
 // path is RESET→INIT→RTR→RTS (see ModifyToInit, Connect); moving to QPSErr
 // flushes every outstanding work request with IBV_WC_WR_FLUSH_ERR.
 func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
+	qp.mu.RLock()
+	defer qp.mu.RUnlock()
+	if qp.closed.Load() {
+		return qp.modifyErr(attr, mask, ErrClosed)
+	}
 	req := abi.ModifyQP{
 		Dest: attr.AH.dest(), QPHandle: qp.handle, AttrMask: uint32(mask), Qkey: attr.Qkey,
 		RqPSN: attr.RQPSN, SqPSN: attr.SQPSN, DestQPNum: attr.DestQPN, QPAccessFlags: uint32(attr.AccessFlags),
@@ -305,10 +362,7 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		RnrRetry: attr.RNRRetry,
 	}
 	if err := qp.ctx.write(abi.IB_USER_VERBS_CMD_MODIFY_QP, abi.Bytes(&req), nil, 0); err != nil {
-		if mask&QPAttrState != 0 {
-			return fmt.Errorf("modify qp %#x to %v: %w", qp.num, attr.State, err)
-		}
-		return fmt.Errorf("modify qp %#x: %w", qp.num, err)
+		return qp.modifyErr(attr, mask, err)
 	}
 	if mask&QPAttrState != 0 {
 		qp.state.Store(uint32(attr.State))
@@ -316,8 +370,20 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	return nil
 }
 
+func (qp *QP) modifyErr(attr *QPAttr, mask QPAttrMask, err error) error {
+	if mask&QPAttrState != 0 {
+		return fmt.Errorf("modify qp %#x to %v: %w", qp.num, attr.State, err)
+	}
+	return fmt.Errorf("modify qp %#x: %w", qp.num, err)
+}
+
 // Query is ibv_query_qp: the QP's current attributes as the kernel sees them.
 func (qp *QP) Query() (QPAttr, error) {
+	qp.mu.RLock()
+	defer qp.mu.RUnlock()
+	if qp.closed.Load() {
+		return QPAttr{}, fmt.Errorf("query qp %#x: %w", qp.num, ErrClosed)
+	}
 	resp := new(abi.QueryQPResp)
 	req := abi.QueryQP{Response: abi.PtrU64(unsafe.Pointer(resp)), QPHandle: qp.handle, AttrMask: ^uint32(0)}
 	if err := qp.ctx.write(abi.IB_USER_VERBS_CMD_QUERY_QP, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
@@ -454,13 +520,13 @@ func (qp *QP) release() error {
 func (qp *QP) Close() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if qp.closed {
+	if qp.closed.Load() {
 		return nil
 	}
 	if _, err := qp.destroy(); err != nil {
 		return fmt.Errorf("destroy qp %#x: %w", qp.num, err)
 	}
-	qp.closed = true
+	qp.closed.Store(true)
 	err := qp.release()
 	qp.ctx.forget(kindQP, qp, qp.uh)
 	if err != nil {
@@ -474,7 +540,7 @@ func (qp *QP) Close() error {
 // flush (IBV_WC_WR_FLUSH_ERR, see WC.IsFlush) or with whatever it completed
 // with first — or until ctx is done. It returns the completions polled, which
 // include other QPs' if they share the CQs. Nobody else may poll those CQs
-// meanwhile.
+// meanwhile. On a closed QP it fails with ErrClosed.
 func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 	if err := qp.ModifyToErr(); err != nil {
 		return nil, fmt.Errorf("drain: %w", err)
@@ -521,7 +587,7 @@ func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 // closed and with it every kernel object.
 func (qp *QP) abandon() {
 	qp.mu.Lock()
-	qp.closed = true
+	qp.closed.Store(true)
 	qp.sq, qp.rq = rxe.SendQueue{}, rxe.RecvQueue{}
 	qp.sqMem, qp.rqMem = nil, nil
 	qp.mu.Unlock()

@@ -15,7 +15,9 @@ import (
 // SRQ is a shared receive queue (struct ibv_srq): one receive ring any number
 // of QPs of its PD can take receives from. Its ring is mapped, so PostRecv
 // makes no system call. One goroutine may post at a time. The caller must
-// Close it after the QPs using it.
+// Close it after the QPs using it. Once the SRQ or its Context is closed,
+// every method but the accessors fails with ErrClosed (the kernel reuses the
+// handle).
 type SRQ struct {
 	ctx    *Context
 	pd     *PD
@@ -27,7 +29,7 @@ type SRQ struct {
 	maxWR  int
 	maxSGE int
 
-	mu     sync.Mutex
+	mu     sync.RWMutex // read-held by commands naming the handle, held by Close and modify
 	closed bool
 }
 
@@ -40,6 +42,10 @@ func (pd *PD) CreateSRQ(maxWR, maxSGE, limit int) (*SRQ, error) {
 	if maxWR < 1 || maxSGE < 1 {
 		return nil, fmt.Errorf("create srq: %d requests of %d SGEs: %w", maxWR, maxSGE, unix.EINVAL)
 	}
+	if err := pd.rlockOpen("create srq: pd"); err != nil {
+		return nil, err
+	}
+	defer pd.mu.RUnlock()
 	s := &SRQ{ctx: c, pd: pd}
 	uh, err := c.track(kindSRQ, s)
 	if err != nil {
@@ -121,7 +127,7 @@ func (s *SRQ) modify(mask uint32, maxWR, limit int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return fmt.Errorf("modify srq: %w", ErrClosed)
 	}
 	mi := new(abi.MMInfo)
 	var req struct {
@@ -147,12 +153,27 @@ func (s *SRQ) modify(mask uint32, maxWR, limit int) error {
 
 // Query is ibv_query_srq: the SRQ's capacities and current limit.
 func (s *SRQ) Query() (maxWR, maxSGE, limit int, err error) {
+	if err := s.rlockOpen("query srq"); err != nil {
+		return 0, 0, 0, err
+	}
+	defer s.mu.RUnlock()
 	resp := new(abi.QuerySRQResp)
 	req := abi.QuerySRQ{Response: abi.PtrU64(unsafe.Pointer(resp)), SRQHandle: s.handle}
 	if err := s.ctx.write(abi.IB_USER_VERBS_CMD_QUERY_SRQ, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
 		return 0, 0, 0, fmt.Errorf("query srq: %w", err)
 	}
 	return int(resp.MaxWR), int(resp.MaxSGE), int(resp.SRQLimit), nil
+}
+
+// rlockOpen read-locks the SRQ for a command naming its handle; once the
+// SRQ is closed it fails, saying what, and leaves it unlocked.
+func (s *SRQ) rlockOpen(what string) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("%s: %w", what, ErrClosed)
+	}
+	return nil
 }
 
 func (s *SRQ) destroy() error {

@@ -414,3 +414,23 @@ func BenchmarkPostPoll(b *testing.B) {
 		})
 	}
 }
+
+func TestAHAttrABI(t *testing.T) {
+	a := AHAttr{GRH: GlobalRoute{DGID: GIDFromAddr(mustAddr("10.0.0.9")), FlowLabel: 0x12345, SGIDIndex: 3, HopLimit: 64, TrafficClass: 0x20},
+		DLID: 7, SL: 2, SrcPathBits: 1, StaticRate: 4, IsGlobal: true, Port: 1}
+	k := a.toABI()
+	if k.IsGlobal != 1 || k.PortNum != 1 || k.GRH.SGIDIndex != 3 || k.GRH.FlowLabel != 0x12345 || k.DLID != 7 || GID(k.GRH.DGID) != a.GRH.DGID {
+		t.Errorf("to ib_uverbs_ah_attr: %+v", k)
+	}
+	if back := AHAttrFromABI(&k); back != a {
+		t.Errorf("round trip:\n got %+v\nwant %+v", back, a)
+	}
+	// The qp_dest form (MODIFY_QP, QUERY_QP) carries the same address.
+	d := a.dest()
+	if back := ahFromDest(&d); back != a {
+		t.Errorf("qp_dest round trip:\n got %+v\nwant %+v", back, a)
+	}
+	if AHAttrFromABI(&abi.AHAttr{}).IsGlobal {
+		t.Error("is_global 0 read as global")
+	}
+}
