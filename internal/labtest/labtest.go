@@ -51,3 +51,14 @@ func Require(t testing.TB) Env {
 	}
 	return e
 }
+
+// Missing is for a test that cannot run because something it needs is
+// absent (a C tool, a lab variable): outside the lab it skips t with the
+// reason; inside the lab, which installs and sets all of it, it fails t.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InLab() {
+		t.Fatalf("inside the lab: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
