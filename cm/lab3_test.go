@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -170,7 +171,7 @@ func TestLabZZDeviceRemoval(t *testing.T) {
 	e := requireLab(t)
 	netdev := os.Getenv("RDMALAB_NETDEV")
 	if netdev == "" {
-		t.Skip("RDMALAB_NETDEV unset: cannot re-create the device afterwards")
+		labtest.Missing(t, "RDMALAB_NETDEV unset: cannot re-create the device afterwards")
 	}
 	ctx := labCtx(t, 3*time.Minute)
 	port := labPortBase + 12

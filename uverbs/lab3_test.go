@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // procCounts are the process resources a leak would show in.
@@ -311,7 +313,7 @@ func TestLabPingpongInterop(t *testing.T) {
 		t.Skip("runs with one node (the two-node run has TestLabTwoNodes)")
 	}
 	if _, err := os.Stat("/host/usr/bin/ibv_rc_pingpong"); err != nil {
-		t.Skipf("rdma-core's ibv_rc_pingpong is not installed on the host: %v", err)
+		labtest.Missing(t, "rdma-core's ibv_rc_pingpong is not installed on the host: %v", err)
 	}
 	const iters, size, rxDepth = 200, 4096, 100
 	c := openLab(t, e)
@@ -498,7 +500,7 @@ func TestLabPingpongTwoNodes(t *testing.T) {
 		t.Skip("needs two lab nodes (rdmalab test --nodes 2)")
 	}
 	if _, err := os.Stat("/host/usr/bin/ibv_rc_pingpong"); err != nil {
-		t.Skipf("rdma-core's ibv_rc_pingpong is not installed on the host: %v", err)
+		labtest.Missing(t, "rdma-core's ibv_rc_pingpong is not installed on the host: %v", err)
 	}
 	const iters, size, rxDepth = 100, 4096, 100
 	const port1, port2 = 18531, 18532

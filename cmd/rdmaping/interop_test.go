@@ -51,7 +51,7 @@ func cTool(t *testing.T, name string) []string {
 			return []string{chrootPrefix, filepath.Join(dir, name)}
 		}
 	}
-	t.Skipf("rdma-core's %s not found (install rdmacm-utils; in the lab the host's tools are used through /host)", name)
+	labtest.Missing(t, "rdma-core's %s not found (install rdmacm-utils; in the lab the host's tools are used through /host)", name)
 	return nil
 }
 

@@ -226,7 +226,7 @@ func noPartial(t *testing.T, dir string) {
 func TestLabDiskFull(t *testing.T) {
 	env := labtest.Require(t)
 	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root (the lab runs tests as root)")
+		labtest.Missing(t, "mounting a tmpfs needs root (the lab runs tests as root)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
