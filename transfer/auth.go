@@ -70,6 +70,20 @@ func (c *conn) sendHello(ctx context.Context, h *Hello, psk []byte) ([]byte, err
 	return append([]byte(nil), c.buf...), nil
 }
 
+// recvHello waits for the peer's HELLO (where: what it should have come
+// before) and returns it with the message as received (for authMAC).
+func (c *conn) recvHello(ctx context.Context, where string) (*Hello, []byte, error) {
+	m, _, err := c.recv(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, ok := m.(*Hello)
+	if !ok {
+		return nil, nil, unexpected(m, where)
+	}
+	return h, append([]byte(nil), c.last...), nil
+}
+
 // recvAuth waits for the peer's AUTH and checks its MAC, made with label
 // (the peer's role), against the key. where says what the message should
 // have come before; wrong is the error text for a MAC that does not match.

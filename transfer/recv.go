@@ -232,15 +232,10 @@ func (rc *recvConn) run(ctx context.Context) error {
 }
 
 func (rc *recvConn) handshake(ctx context.Context) error {
-	m, _, err := rc.c.recv(ctx)
+	hs, helloS, err := rc.c.recvHello(ctx, "before HELLO")
 	if err != nil {
 		return err
 	}
-	hs, ok := m.(*Hello)
-	if !ok {
-		return unexpected(m, "before HELLO")
-	}
-	helloS := append([]byte(nil), rc.c.last...)
 	if hs.Role != RoleSender {
 		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
 	}

@@ -170,15 +170,10 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, _, err := sc.c.recv(ctx)
+	hr, helloR, err := sc.c.recvHello(ctx, "before the receiver's HELLO")
 	if err != nil {
 		return err
 	}
-	hr, ok := m.(*Hello)
-	if !ok {
-		return unexpected(m, "before the receiver's HELLO")
-	}
-	helloR := append([]byte(nil), sc.c.last...)
 	switch {
 	case hr.Role != RoleReceiver:
 		return protoErrorf("HELLO from a %v: the listening end must be a receiver", hr.Role)
