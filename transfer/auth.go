@@ -2,7 +2,9 @@ package transfer
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -51,4 +53,52 @@ func ReadPSKFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), MinPSKLen, path)
 	}
 	return b, nil
+}
+
+// sendHello sends h with a fresh nonce, flagged HelloPSK when psk is set,
+// and returns the message as sent (for authMAC).
+func (c *conn) sendHello(ctx context.Context, h *Hello, psk []byte) ([]byte, error) {
+	if psk != nil {
+		h.Flags |= HelloPSK
+	}
+	if _, err := rand.Read(h.Nonce[:]); err != nil {
+		return nil, &Error{Code: CodeInternal, Text: fmt.Sprintf("nonce: %v", err)}
+	}
+	if err := c.send(ctx, h); err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), c.buf...), nil
+}
+
+// recvHello waits for the peer's HELLO (where: what it should have come
+// before) and returns it with the message as received (for authMAC).
+func (c *conn) recvHello(ctx context.Context, where string) (*Hello, []byte, error) {
+	m, _, err := c.recv(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, ok := m.(*Hello)
+	if !ok {
+		return nil, nil, unexpected(m, where)
+	}
+	return h, append([]byte(nil), c.last...), nil
+}
+
+// recvAuth waits for the peer's AUTH and checks its MAC, made with label
+// (the peer's role), against the key. where says what the message should
+// have come before; wrong is the error text for a MAC that does not match.
+func (c *conn) recvAuth(ctx context.Context, psk []byte, label string, helloS, helloR []byte, where, wrong string) error {
+	m, _, err := c.recv(ctx)
+	if err != nil {
+		return err
+	}
+	a, ok := m.(*Auth)
+	if !ok {
+		return unexpected(m, where)
+	}
+	want := authMAC(psk, label, helloS, helloR)
+	if !hmac.Equal(a.MAC[:], want[:]) {
+		return &Error{Code: CodeAuthFailed, Text: wrong}
+	}
+	return nil
 }

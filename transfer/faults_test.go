@@ -210,24 +210,18 @@ func TestInjectedFaults(t *testing.T) {
 		recvSubstr string
 	}{
 		{
-			name: "dropped write",
-			s: MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
-				return map[bool]Fault{true: Drop, false: Deliver}[i == 2]
-			}}},
+			name:    "dropped write",
+			s:       MemConfig{Faults: Faults{Write: faultAt(2, Drop)}},
 			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
 		},
 		{
-			name: "reordered writes",
-			s: MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
-				return map[bool]Fault{true: Hold, false: Deliver}[i == 1]
-			}}},
+			name:    "reordered writes",
+			s:       MemConfig{Faults: Faults{Write: faultAt(1, Hold)}},
 			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
 		},
 		{
-			name: "reordered credits",
-			r: MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
-				return map[bool]Fault{true: Hold, false: Deliver}[i == 3]
-			}}},
+			name:    "reordered credits",
+			r:       MemConfig{Faults: Faults{Message: faultAt(3, Hold)}},
 			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "CREDIT",
 		},
 		{
@@ -261,10 +255,8 @@ func TestInjectedFaults(t *testing.T) {
 			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "announces",
 		},
 		{
-			name: "connection closed by receiver mid-data",
-			r: MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
-				return map[bool]Fault{true: Break, false: Deliver}[i == 4]
-			}}},
+			name:    "connection closed by receiver mid-data",
+			r:       MemConfig{Faults: Faults{Message: faultAt(4, Break)}},
 			sendErr: ErrPeerGone, recvErr: ErrPeerGone,
 		},
 	} {
@@ -317,9 +309,7 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	// receiver waits for it and gives up.
 	tree(t, dst, map[string][]byte{PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
 	s := &Sender{Resume: true, IdleTimeout: 5 * time.Second}
-	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Message: func(i int, _ []byte) Fault {
-		return map[bool]Fault{true: Hold, false: Deliver}[i == 2]
-	}}}, MemConfig{})
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Message: faultAt(2, Hold)}}, MemConfig{})
 	if !errors.Is(o.rerr, ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
 		t.Errorf("receiver: %v, want an idle timeout", o.rerr)
 	}

@@ -161,3 +161,14 @@ func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
 }
+
+// faultAt is a Faults hook that does f to the n-th message or write (from 0)
+// and delivers the others.
+func faultAt(n int, f Fault) func(int, []byte) Fault {
+	return func(i int, _ []byte) Fault {
+		if i == n {
+			return f
+		}
+		return Deliver
+	}
+}

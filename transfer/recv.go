@@ -2,8 +2,6 @@ package transfer
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -234,15 +232,10 @@ func (rc *recvConn) run(ctx context.Context) error {
 }
 
 func (rc *recvConn) handshake(ctx context.Context) error {
-	m, _, err := rc.c.recv(ctx)
+	hs, helloS, err := rc.c.recvHello(ctx, "before HELLO")
 	if err != nil {
 		return err
 	}
-	hs, ok := m.(*Hello)
-	if !ok {
-		return unexpected(m, "before HELLO")
-	}
-	helloS := append([]byte(nil), rc.c.last...)
 	if hs.Role != RoleSender {
 		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
 	}
@@ -268,30 +261,17 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 	}
 	hr := &Hello{Role: RoleReceiver, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
 		Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
-	if rc.r.PSK != nil {
-		hr.Flags |= HelloPSK
-	}
-	if _, err := rand.Read(hr.Nonce[:]); err != nil {
-		return &Error{Code: CodeInternal, Text: fmt.Sprintf("nonce: %v", err)}
-	}
-	if err := rc.c.send(ctx, hr); err != nil {
-		return err
-	}
-	helloR := append([]byte(nil), rc.c.buf...)
-	if rc.r.PSK == nil {
-		return nil
-	}
-	m, _, err = rc.c.recv(ctx)
+	helloR, err := rc.c.sendHello(ctx, hr, rc.r.PSK)
 	if err != nil {
 		return err
 	}
-	a, ok := m.(*Auth)
-	if !ok {
-		return unexpected(m, "before AUTH (this receiver requires a pre-shared key)")
+	if rc.r.PSK == nil {
+		return nil
 	}
-	want := authMAC(rc.r.PSK, labelSender, helloS, helloR)
-	if !hmac.Equal(a.MAC[:], want[:]) {
-		return &Error{Code: CodeAuthFailed, Text: "the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"}
+	if err := rc.c.recvAuth(ctx, rc.r.PSK, labelSender, helloS, helloR,
+		"before AUTH (this receiver requires a pre-shared key)",
+		"the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"); err != nil {
+		return err
 	}
 	return rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)})
 }

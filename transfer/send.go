@@ -2,8 +2,6 @@ package transfer
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -168,25 +166,14 @@ func (sc *sendConn) run(ctx context.Context) error {
 func (sc *sendConn) handshake(ctx context.Context) error {
 	hs := &Hello{Role: RoleSender, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
 		Slots: uint32(min(max(sc.s.Slots, 0), MaxSlots)), SlotSize: uint32(min(max(sc.s.SlotSize, 0), MaxSlotSize))}
-	if sc.s.PSK != nil {
-		hs.Flags |= HelloPSK
-	}
-	if _, err := rand.Read(hs.Nonce[:]); err != nil {
-		return &Error{Code: CodeInternal, Text: fmt.Sprintf("nonce: %v", err)}
-	}
-	if err := sc.c.send(ctx, hs); err != nil {
-		return err
-	}
-	helloS := append([]byte(nil), sc.c.buf...)
-	m, _, err := sc.c.recv(ctx)
+	helloS, err := sc.c.sendHello(ctx, hs, sc.s.PSK)
 	if err != nil {
 		return err
 	}
-	hr, ok := m.(*Hello)
-	if !ok {
-		return unexpected(m, "before the receiver's HELLO")
+	hr, helloR, err := sc.c.recvHello(ctx, "before the receiver's HELLO")
+	if err != nil {
+		return err
 	}
-	helloR := append([]byte(nil), sc.c.last...)
 	switch {
 	case hr.Role != RoleReceiver:
 		return protoErrorf("HELLO from a %v: the listening end must be a receiver", hr.Role)
@@ -206,19 +193,8 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if err := sc.c.send(ctx, &Auth{MAC: authMAC(sc.s.PSK, labelSender, helloS, helloR)}); err != nil {
 		return err
 	}
-	m, _, err = sc.c.recv(ctx)
-	if err != nil {
-		return err
-	}
-	a, ok := m.(*Auth)
-	if !ok {
-		return unexpected(m, "before the receiver's AUTH")
-	}
-	want := authMAC(sc.s.PSK, labelReceiver, helloS, helloR)
-	if !hmac.Equal(a.MAC[:], want[:]) {
-		return &Error{Code: CodeAuthFailed, Text: "the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends"}
-	}
-	return nil
+	return sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
+		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends")
 }
 
 func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {

@@ -96,26 +96,6 @@ func (c *common) rdmaConfig(stderr io.Writer) rdma.Config {
 	return cfg
 }
 
-// parse parses flags and positional arguments in any order (flag stops at
-// the first positional argument; this resumes after it). "--" ends flags.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // size is a byte count flag: 4096, 64K, 1M, 1MiB, 2G.
 type size int64
 

@@ -64,11 +64,17 @@ func TestLabCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil || !s.OK || s.Verified != 2 || s.Bytes != int64(len(data)) {
 			t.Errorf("send summary %q (%v)", r.stdout, err)
 		}
-		want := fmt.Sprintf("%x", sha256.Sum256(data))
+		want, found := fmt.Sprintf("%x", sha256.Sum256(data)), false
 		for _, f := range s.Files {
-			if f.Name == "d/data.bin" && f.SHA256 != want {
-				t.Errorf("digest %s, want %s", f.SHA256, want)
+			if f.Name == "d/data.bin" {
+				found = true
+				if f.SHA256 != want {
+					t.Errorf("digest %s, want %s", f.SHA256, want)
+				}
 			}
+		}
+		if !found {
+			t.Errorf("send summary %q has no d/data.bin", r.stdout)
 		}
 		t.Logf("%d bytes in %.2fs (%.1f MB/s under emulation), %d dial retries", s.Bytes, s.Seconds, s.Throughput/1e6, s.DialRetries)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/cliflag"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )
@@ -33,7 +34,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	maxFiles := fs.Int("max-files", transfer.DefaultMaxFiles, "refuse more than `N` files on one connection")
 	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "serve at most `N` senders at once")
 	idle := fs.Duration("idle-timeout", transfer.DefaultIdleTimeout, "drop a sender that says nothing for this long")
-	pos, err := parse(fs, args)
+	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/cliflag"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )
@@ -26,7 +27,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	resume := fs.Bool("resume", false, "continue partial copies the receiver kept from an interrupted transfer (both ends' prefixes are compared by SHA-256)")
 	retries := fs.Int("retries", 1, "send a file again up to `N` times when it fails verification")
 	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens")
-	pos, err := parse(fs, args)
+	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -239,7 +239,9 @@ func TestLabDiskFull(t *testing.T) {
 	srv := serve(t, ctx, port, Config{}, labReceiver(dst))
 	a := addr(env.Addr, port)
 	src := t.TempDir()
-	os.WriteFile(filepath.Join(src, "big"), labContent("big", 2<<20), 0o600)
+	if err := os.WriteFile(filepath.Join(src, "big"), labContent("big", 2<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := sendFile(ctx, a, &transfer.Sender{}, filepath.Join(src, "big"))
 	if err != nil && !errors.Is(err, transfer.ErrNoSpace) {
 		t.Fatalf("sender: %v", err)
@@ -265,7 +267,9 @@ func TestLabDiskFull(t *testing.T) {
 	}
 	noPartial(t, dst)
 	srv.alive(t)
-	os.WriteFile(filepath.Join(src, "small"), labContent("small", 100<<10), 0o600)
+	if err := os.WriteFile(filepath.Join(src, "small"), labContent("small", 100<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if rep, err := sendFile(ctx, a, &transfer.Sender{}, filepath.Join(src, "small")); err != nil || !rep.OK(1) {
 		t.Errorf("small file after the full disk: %v %+v", err, rep)
 	}
