@@ -118,18 +118,9 @@ func (s *System) portNetdevs(d sysfs.Device, nl *rdmanl.Device) []string {
 // Show gathers DeviceInfo for device name, or for every device when name is
 // empty.
 func (s *System) Show(name string) ([]DeviceInfo, error) {
-	var devs []sysfs.Device
-	if name == "" {
-		var err error
-		if devs, err = s.FS.Devices(); err != nil {
-			return nil, err
-		}
-	} else {
-		d, err := s.FS.Device(name)
-		if err != nil {
-			return nil, err
-		}
-		devs = []sysfs.Device{d}
+	devs, err := s.devices(name)
+	if err != nil {
+		return nil, err
 	}
 	nl := s.netlinkDevices()
 	out := make([]DeviceInfo, 0, len(devs))
