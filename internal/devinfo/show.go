@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -275,7 +276,7 @@ func atomicString(a uint32) string {
 	return fmt.Sprintf("invalid atomic capability (%d)", a)
 }
 
-func mtuString(m uint8) string { return fmt.Sprintf("%d (%d)", MTUBytes(m), m) }
+func mtuString(m uint8) string { return fmt.Sprintf("%d (%d)", uverbs.MTU(m).Bytes(), m) }
 
 // WriteShow prints infos in ibv_devinfo's layout (its -v layout when verbose),
 // followed by what rdmainfo adds: the netdev of each port. Fields only uverbs

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // TestShowFixtures renders each lab-captured tree with sysfs alone (no
@@ -87,7 +88,7 @@ func TestDecoders(t *testing.T) {
 		t.Error("a rate without (WIDTH SPEED) was accepted")
 	}
 	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 0, 4176: 4096, 4175: 2048} {
-		if got := MTUBytes(RXEActiveMTU(mtu)); got != want {
+		if got := uverbs.MTU(RXEActiveMTU(mtu)).Bytes(); got != want {
 			t.Errorf("netdev MTU %d: active %d, want %d", mtu, got, want)
 		}
 	}
