@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -281,4 +282,15 @@ func common(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// TestResourcesBadKind: an unknown kind is refused whether or not there are
+// devices to list.
+func TestResourcesBadKind(t *testing.T) {
+	for _, devs := range [][]rdmanl.Device{nil, {{Index: 1, Name: "rxe0"}}} {
+		s := &System{NL: &fakeNL{devs: devs}}
+		if _, err := s.Resources("bogus", ""); err == nil || !strings.Contains(err.Error(), `resource kind "bogus"`) {
+			t.Errorf("%d devices: kind bogus gave %v", len(devs), err)
+		}
+	}
 }
