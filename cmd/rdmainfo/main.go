@@ -164,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, sys *devi
 		if !maxArgs(1) {
 			return 2
 		}
-		return runCounters(ctx, sys, arg(0), *watch, *count, *jsonOut, stdout, fail)
+		return runCounters(ctx, sys, arg(0), *watch, *count, *jsonOut, stdout, out, fail)
 	case "diagnose":
 		if !maxArgs(0) {
 			return 2
@@ -260,23 +260,16 @@ func runLink(sys *devinfo.System, pos []string, out func(any, func(io.Writer)) i
 	return 2
 }
 
-func runCounters(ctx context.Context, sys *devinfo.System, dev string, watch time.Duration, count int, jsonOut bool, stdout io.Writer, fail func(error) int) int {
+func runCounters(ctx context.Context, sys *devinfo.System, dev string, watch time.Duration, count int, jsonOut bool, stdout io.Writer, out func(any, func(io.Writer)) int, fail func(error) int) int {
 	cs, err := sys.Counters(dev)
 	if err != nil {
 		return fail(err)
 	}
 	if watch <= 0 {
-		if jsonOut {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if cs == nil {
-				cs = []devinfo.Counter{}
-			}
-			enc.Encode(cs)
-			return 0
+		if cs == nil {
+			cs = []devinfo.Counter{}
 		}
-		devinfo.WriteCounters(stdout, cs, false)
-		return 0
+		return out(cs, func(w io.Writer) { devinfo.WriteCounters(w, cs, false) })
 	}
 	t := time.NewTicker(watch)
 	defer t.Stop()

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"text/tabwriter"
 	"time"
-
-	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Counter is one port counter: ports/N/counters/NAME (Kind "port", the IB
@@ -27,18 +25,9 @@ type Counter struct {
 // Counters reads every counter of every port of dev (all devices when dev
 // is empty), sorted by device, port, kind and name.
 func (s *System) Counters(dev string) ([]Counter, error) {
-	var devs []sysfs.Device
-	if dev == "" {
-		var err error
-		if devs, err = s.FS.Devices(); err != nil {
-			return nil, err
-		}
-	} else {
-		d, err := s.FS.Device(dev)
-		if err != nil {
-			return nil, err
-		}
-		devs = []sysfs.Device{d}
+	devs, err := s.devices(dev)
+	if err != nil {
+		return nil, err
 	}
 	var out []Counter
 	for _, d := range devs {

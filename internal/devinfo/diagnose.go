@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // Verdict is the outcome of one check.
@@ -350,7 +351,7 @@ func (s *System) checkPort(r *Report, d sysfs.Device, p sysfs.Port) {
 			active, how = v.Ports[p.Num-1].ActiveMTU, "reported by the device"
 		}
 	}
-	switch b := MTUBytes(active); {
+	switch b := uverbs.MTU(active).Bytes(); {
 	case b == 0:
 		r.add("mtu/"+dp, Fail, "ip link set "+netdev+" mtu 1500", "netdev %s MTU %d is too small for any RDMA MTU", netdev, nd.MTU)
 	case b < 1024:

@@ -28,18 +28,9 @@ type GIDRow struct {
 // GIDs lists the valid GID entries of device dev (all devices when dev is
 // empty), port by port, in table order.
 func (s *System) GIDs(dev string) ([]GIDRow, error) {
-	var devs []sysfs.Device
-	if dev == "" {
-		var err error
-		if devs, err = s.FS.Devices(); err != nil {
-			return nil, err
-		}
-	} else {
-		d, err := s.FS.Device(dev)
-		if err != nil {
-			return nil, err
-		}
-		devs = []sysfs.Device{d}
+	devs, err := s.devices(dev)
+	if err != nil {
+		return nil, err
 	}
 	var rows []GIDRow
 	for _, d := range devs {

@@ -5,6 +5,7 @@ package devinfo
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,9 @@ func hexs(v uint64) string { return strconv.FormatUint(v, 16) }
 func (s *System) Resources(kind, dev string) ([]Res, error) {
 	if s.NL == nil {
 		return nil, fmt.Errorf("resources need RDMA netlink: %w", s.nlErr())
+	}
+	if !slices.Contains(ResourceKinds, kind) {
+		return nil, fmt.Errorf("resource kind %q: want one of %s", kind, strings.Join(ResourceKinds, ", "))
 	}
 	devs, err := s.NL.Devices()
 	if err != nil {
@@ -169,8 +173,6 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 				s.owner(r, c.ResOwner)
 				out = append(out, r)
 			}
-		default:
-			return nil, fmt.Errorf("resource kind %q: want one of %s", kind, strings.Join(ResourceKinds, ", "))
 		}
 	}
 	if !found {

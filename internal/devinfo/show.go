@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -118,18 +119,9 @@ func (s *System) portNetdevs(d sysfs.Device, nl *rdmanl.Device) []string {
 // Show gathers DeviceInfo for device name, or for every device when name is
 // empty.
 func (s *System) Show(name string) ([]DeviceInfo, error) {
-	var devs []sysfs.Device
-	if name == "" {
-		var err error
-		if devs, err = s.FS.Devices(); err != nil {
-			return nil, err
-		}
-	} else {
-		d, err := s.FS.Device(name)
-		if err != nil {
-			return nil, err
-		}
-		devs = []sysfs.Device{d}
+	devs, err := s.devices(name)
+	if err != nil {
+		return nil, err
 	}
 	nl := s.netlinkDevices()
 	out := make([]DeviceInfo, 0, len(devs))
@@ -284,7 +276,7 @@ func atomicString(a uint32) string {
 	return fmt.Sprintf("invalid atomic capability (%d)", a)
 }
 
-func mtuString(m uint8) string { return fmt.Sprintf("%d (%d)", MTUBytes(m), m) }
+func mtuString(m uint8) string { return fmt.Sprintf("%d (%d)", uverbs.MTU(m).Bytes(), m) }
 
 // WriteShow prints infos in ibv_devinfo's layout (its -v layout when verbose),
 // followed by what rdmainfo adds: the netdev of each port. Fields only uverbs

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // TestShowFixtures renders each lab-captured tree with sysfs alone (no
@@ -87,12 +89,12 @@ func TestDecoders(t *testing.T) {
 		t.Error("a rate without (WIDTH SPEED) was accepted")
 	}
 	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 0, 4176: 4096, 4175: 2048} {
-		if got := MTUBytes(RXEActiveMTU(mtu)); got != want {
+		if got := uverbs.MTU(RXEActiveMTU(mtu)).Bytes(); got != want {
 			t.Errorf("netdev MTU %d: active %d, want %d", mtu, got, want)
 		}
 	}
-	if FWString(0x0001000200000003) != "1.2.3" && FWString(0x100020003) != "1.2.3" {
-		t.Errorf("fw %s", FWString(0x100020003))
+	if got := FWString(0x100020003); got != "1.2.3" {
+		t.Errorf("fw %s, want 1.2.3", got)
 	}
 }
 
@@ -280,4 +282,15 @@ func common(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// TestResourcesBadKind: an unknown kind is refused whether or not there are
+// devices to list.
+func TestResourcesBadKind(t *testing.T) {
+	for _, devs := range [][]rdmanl.Device{nil, {{Index: 1, Name: "rxe0"}}} {
+		s := &System{NL: &fakeNL{devs: devs}}
+		if _, err := s.Resources("bogus", ""); err == nil || !strings.Contains(err.Error(), `resource kind "bogus"`) {
+			t.Errorf("%d devices: kind bogus gave %v", len(devs), err)
+		}
+	}
 }

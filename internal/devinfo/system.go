@@ -76,3 +76,16 @@ type Creds struct {
 
 // UnlimitedMemlock is the value Memlock reports for RLIM_INFINITY.
 const UnlimitedMemlock = ^uint64(0)
+
+// devices is the sysfs view of device name, or of every device when name is
+// empty.
+func (s *System) devices(name string) ([]sysfs.Device, error) {
+	if name == "" {
+		return s.FS.Devices()
+	}
+	d, err := s.FS.Device(name)
+	if err != nil {
+		return nil, err
+	}
+	return []sysfs.Device{d}, nil
+}

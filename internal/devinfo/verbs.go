@@ -92,14 +92,6 @@ func FWString(v uint64) string {
 	return itoa(int(v>>32&0xffff)) + "." + itoa(int(v>>16&0xffff)) + "." + itoa(int(v&0xffff))
 }
 
-// MTUBytes is ibv_mtu_to_num: the byte size of an enum ibv_mtu, 0 if invalid.
-func MTUBytes(m uint8) int {
-	if m < 1 || m > 5 {
-		return 0
-	}
-	return 128 << m
-}
-
 // RXEActiveMTU is the active MTU enum Soft-RoCE picks for a netdev MTU
 // (drivers/infiniband/sw/rxe: eth_mtu_int_to_enum, which subtracts
 // RXE_MAX_HDR_LENGTH = 80 bytes of headers, capped at 4096); 0 if the netdev

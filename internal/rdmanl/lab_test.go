@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"golang.org/x/sys/unix"
 )
@@ -67,6 +68,9 @@ func TestLabDevice(t *testing.T) {
 	t.Logf("uverbs chardev %+v (%d:%d)", cd, cd.Major(), cd.Minor())
 	if cd.Name != "uverbs0" {
 		t.Errorf("uverbs chardev %q, want uverbs0", cd.Name)
+	}
+	if cd.DriverID != abi.RDMA_DRIVER_RXE {
+		t.Errorf("uverbs driver id %d, want RDMA_DRIVER_RXE (%d)", cd.DriverID, abi.RDMA_DRIVER_RXE)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat("/dev/infiniband/"+cd.Name, &st); err != nil {

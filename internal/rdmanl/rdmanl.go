@@ -86,6 +86,10 @@ type Chardev struct {
 	Name string // RDMA_NLDEV_ATTR_CHARDEV_NAME, e.g. "uverbs0"
 	Dev  uint64 // RDMA_NLDEV_ATTR_CHARDEV: the dev_t, in the kernel's new_encode_dev form
 	ABI  uint64 // RDMA_NLDEV_ATTR_CHARDEV_ABI
+	// DriverID is RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID (enum rdma_driver_id,
+	// abi.RDMA_DRIVER_RXE for Soft-RoCE): the driver the ioctl header must
+	// name. Only "uverbs" answers carry it; 0 when absent.
+	DriverID uint32
 }
 
 // Major and Minor split Dev (huge_encode_dev format, as the kernel sends it).
@@ -219,6 +223,8 @@ func parseChardev(b []byte) (Chardev, error) {
 			c.ABI = a.Uint64()
 		case abi.RDMA_NLDEV_ATTR_CHARDEV_NAME:
 			c.Name = a.String()
+		case abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID:
+			c.DriverID = a.Uint32()
 		}
 	}
 	if c.Name == "" {

@@ -74,13 +74,13 @@ func TestChardev(t *testing.T) {
 		t.Errorf("chardev request without device %s", got)
 	}
 	// A reply built from what the 6.1 guest reported for uverbs0 (TestLabDevice):
-	// dev_t 231:192 (new_encode_dev 0xe7c0), ABI 2.
-	b, _ := hex.DecodeString("0c004800c0e70000000000000c0047000200000000000000" + "0c0046007576657262733000")
+	// dev_t 231:192 (new_encode_dev 0xe7c0), ABI 2, driver RDMA_DRIVER_RXE (14).
+	b, _ := hex.DecodeString("0c004800c0e70000000000000c0047000200000000000000" + "0c0046007576657262733000" + "080049000e000000")
 	c, err := parseChardev(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Name != "uverbs0" || c.ABI != 2 || c.Major() != 231 || c.Minor() != 192 {
+	if c.Name != "uverbs0" || c.ABI != 2 || c.Major() != 231 || c.Minor() != 192 || c.DriverID != abi.RDMA_DRIVER_RXE {
 		t.Errorf("chardev %+v (%d:%d)", c, c.Major(), c.Minor())
 	}
 }

@@ -194,8 +194,8 @@ type resTable struct {
 	entries  [][]netlink.Attr
 }
 
-// parseResTable decodes one RES_*_GET dump message whose table attribute is
-// tableAttr and whose entries are entryAttr.
+// parseResTable decodes one RES_*_GET dump message (the RES_GET summary
+// included) whose table attribute is tableAttr and whose entries are entryAttr.
 func parseResTable(b []byte, tableAttr, entryAttr uint16) (resTable, error) {
 	attrs, err := netlink.ParseAttrs(b)
 	if err != nil {
@@ -480,45 +480,22 @@ func parseSockaddr(b []byte) netip.AddrPort {
 
 // parseResSummary decodes one RDMA_NLDEV_CMD_RES_GET dump message.
 func parseResSummary(b []byte) (ResSummary, error) {
-	attrs, err := netlink.ParseAttrs(b)
+	t, err := parseResTable(b, abi.RDMA_NLDEV_ATTR_RES_SUMMARY, abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY)
 	if err != nil {
-		return ResSummary{}, fmt.Errorf("rdma netlink: resource summary: %w", err)
+		return ResSummary{}, err
 	}
-	var s ResSummary
-	for _, a := range attrs {
-		switch a.Type {
-		case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
-			s.DevIndex = a.Uint32()
-		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
-			s.DevName = a.String()
-		case abi.RDMA_NLDEV_ATTR_RES_SUMMARY:
-			ents, err := netlink.ParseAttrs(a.Data)
-			if err != nil {
-				return ResSummary{}, fmt.Errorf("rdma netlink: resource summary table: %w", err)
-			}
-			for _, e := range ents {
-				if e.Type != abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY {
-					continue
-				}
-				fields, err := netlink.ParseAttrs(e.Data)
-				if err != nil {
-					return ResSummary{}, fmt.Errorf("rdma netlink: resource summary entry: %w", err)
-				}
-				var c ResCount
-				for _, f := range fields {
-					switch f.Type {
-					case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
-						c.Name = f.String()
-					case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
-						c.Count = f.Uint64()
-					}
-				}
-				s.Counts = append(s.Counts, c)
+	s := ResSummary{DevIndex: t.devIndex, DevName: t.devName}
+	for _, ent := range t.entries {
+		var c ResCount
+		for _, a := range ent {
+			switch a.Type {
+			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME:
+				c.Name = a.String()
+			case abi.RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR:
+				c.Count = a.Uint64()
 			}
 		}
-	}
-	if s.DevName == "" {
-		return ResSummary{}, fmt.Errorf("rdma netlink: resource summary without a device name")
+		s.Counts = append(s.Counts, c)
 	}
 	return s, nil
 }

@@ -42,25 +42,22 @@ func (c *Conn) LinkByName(name string) (Link, error) {
 }
 
 // SetUp is `ip link set NAME up`.
-func (c *Conn) SetUp(name string) error {
-	l, err := c.LinkByName(name)
-	if err != nil {
-		return err
-	}
-	if _, err := c.c.Execute(RTM_NEWLINK, 0, setUpReq(l.Index, true)); err != nil {
-		return fmt.Errorf("set link %q up: %w", name, err)
-	}
-	return nil
-}
+func (c *Conn) SetUp(name string) error { return c.setUp(name, true) }
 
 // SetDown is `ip link set NAME down`.
-func (c *Conn) SetDown(name string) error {
+func (c *Conn) SetDown(name string) error { return c.setUp(name, false) }
+
+func (c *Conn) setUp(name string, up bool) error {
 	l, err := c.LinkByName(name)
 	if err != nil {
 		return err
 	}
-	if _, err := c.c.Execute(RTM_NEWLINK, 0, setUpReq(l.Index, false)); err != nil {
-		return fmt.Errorf("set link %q down: %w", name, err)
+	if _, err := c.c.Execute(RTM_NEWLINK, 0, setUpReq(l.Index, up)); err != nil {
+		state := "down"
+		if up {
+			state = "up"
+		}
+		return fmt.Errorf("set link %q %s: %w", name, state, err)
 	}
 	return nil
 }

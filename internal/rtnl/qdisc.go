@@ -169,10 +169,7 @@ func netemOptions(n Netem) ([]byte, error) {
 			q[3] = 1
 		}
 	}
-	b := make([]byte, 0, tcNetemQoptLen+16+12)
-	for _, v := range q {
-		b = binary.NativeEndian.AppendUint32(b, v)
-	}
+	b := u32s(q[:]...) // struct tc_netem_qopt
 	var e netlink.Encoder
 	if corr != [3]uint32{} {
 		e.Bytes(TCA_NETEM_CORR, u32s(corr[:]...))
@@ -183,6 +180,7 @@ func netemOptions(n Netem) ([]byte, error) {
 	return append(b, e.Encode()...), nil
 }
 
+// u32s encodes v as consecutive native-endian u32s.
 func u32s(v ...uint32) []byte {
 	b := make([]byte, 0, 4*len(v))
 	for _, x := range v {
