@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/cliflag"
 	"github.com/rdmago/rdmago/internal/devinfo"
 )
 
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, sys *devi
 	watch := fs.Duration("watch", 0, "counters: print rates every `D` (e.g. 1s) until interrupted")
 	count := fs.Int("count", 0, "counters --watch: stop after `N` rounds (0: until interrupted)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	pos, err := parseInterleaved(fs, args)
+	pos, err := cliflag.ParseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -181,26 +182,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, sys *devi
 	}
 	fmt.Fprintf(stderr, "rdmainfo: unknown command %q\n%s", cmd, usage)
 	return 2
-}
-
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments, and returns the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 func runLink(sys *devinfo.System, pos []string, out func(any, func(io.Writer)) int, fail func(error) int, stderr io.Writer) int {
