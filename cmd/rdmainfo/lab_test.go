@@ -5,11 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,25 +14,12 @@ import (
 	"github.com/rdmago/rdmago/internal/rtnl"
 )
 
-// rdmaTool runs iproute2's rdma: directly in a non-bare run, chrooted into
-// the host root (/host) in a bare lab run.
+// rdmaTool runs iproute2's rdma (labtest.HostTool).
 func rdmaTool(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var c *exec.Cmd
-	switch {
-	case fileExists("/usr/bin/rdma"):
-		c = exec.CommandContext(ctx, "/usr/bin/rdma", args...)
-	case fileExists("/host/usr/bin/rdma") && os.Geteuid() == 0:
-		c = exec.CommandContext(ctx, "/usr/bin/rdma", args...)
-		c.SysProcAttr = &syscall.SysProcAttr{Chroot: "/host"}
-		c.Dir = "/"
-	case labtest.InLab():
-		t.Fatal("iproute2's rdma is not installed on the host")
-	default:
-		t.Skip("iproute2's rdma is not installed")
-	}
+	c := labtest.HostTool(t, ctx, "rdma", args...)
 	out, err := c.Output()
 	if err != nil {
 		t.Fatalf("rdma %s: %v", strings.Join(args, " "), err)
@@ -52,8 +36,6 @@ func trimLines(s string) string {
 	}
 	return strings.Join(ls, "\n")
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // snapshot is the RDMA state link add/del must leave as it was.
 func snapshot(t *testing.T) string {

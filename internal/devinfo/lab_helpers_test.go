@@ -5,10 +5,8 @@ package devinfo
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,33 +14,10 @@ import (
 	"github.com/rdmago/rdmago/internal/rtnl"
 )
 
-// cTool returns a command running the host's C tool name (ibv_devinfo,
-// rdma, ...). Lab tests run bare, in the initramfs root, where the host's
-// root is mounted at /host with /dev, /proc, /sys and /tmp bound into it: the
-// tool runs chrooted there, so its libraries resolve. In a non-bare run it
-// runs directly. Outside the lab the test is skipped when the tool is
-// missing; inside, that is a failure.
+// cTool returns a command running the host's C tool name (labtest.HostTool).
 func cTool(t *testing.T, ctx context.Context, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"} {
-		if _, err := os.Stat(dir + "/" + name); err == nil {
-			return exec.CommandContext(ctx, dir+"/"+name, args...)
-		}
-	}
-	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"} {
-		if _, err := os.Stat("/host" + dir + "/" + name); err == nil && os.Geteuid() == 0 {
-			c := exec.CommandContext(ctx, dir+"/"+name, args...)
-			c.SysProcAttr = &syscall.SysProcAttr{Chroot: "/host"}
-			c.Dir = "/"
-			c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
-			return c
-		}
-	}
-	if labtest.InLab() {
-		t.Fatalf("the C tool %s is not installed on the host (apt-get install ibverbs-utils iproute2 rdmacm-utils)", name)
-	}
-	t.Skipf("the C tool %s is not installed", name)
-	return nil
+	return labtest.HostTool(t, ctx, name, args...)
 }
 
 // runTool runs a C tool to completion and returns its standard output.

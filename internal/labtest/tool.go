@@ -1,0 +1,38 @@
+// Copyright 2026 The rdmago Authors.
+
+package labtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// HostTool returns a command running the host's C tool name (ibv_devinfo,
+// rdma, rping, ...). Lab tests run bare, in the initramfs root, where the
+// host's root is mounted at /host with /dev, /proc, /sys and /tmp bound into
+// it: the tool runs chrooted there, so its libraries resolve. In a non-bare
+// run, or on a host, it runs directly. A missing tool skips the test outside
+// the lab and fails it inside (see Missing).
+func HostTool(t testing.TB, ctx context.Context, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	dirs := []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir + "/" + name); err == nil {
+			return exec.CommandContext(ctx, dir+"/"+name, args...)
+		}
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat("/host" + dir + "/" + name); err == nil && os.Geteuid() == 0 {
+			c := exec.CommandContext(ctx, dir+"/"+name, args...)
+			c.SysProcAttr = &syscall.SysProcAttr{Chroot: "/host"}
+			c.Dir = "/"
+			c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+			return c
+		}
+	}
+	Missing(t, "the C tool %s is not installed on the host (apt-get install ibverbs-utils iproute2 rdmacm-utils)", name)
+	return nil
+}
