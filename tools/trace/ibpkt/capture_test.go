@@ -16,6 +16,10 @@ import (
 	"github.com/rdmago/rdmago/tools/trace/pcap"
 )
 
+// captureFile was captured by `rdmatrace capture -i
+// eth0` on lab node 0 (Debian 6.1, rxe) while rdma-core's `rping -c -C 3`
+// talked to `rping -s` on node 1: the CM handshake in UD MADs to QP 1, then
+// the RC SEND / RDMA READ / RDMA WRITE / ACK exchange of three pings.
 const captureFile = "testdata/rping-6.1-two-nodes.pcap"
 
 // openCapture opens captureFile for reading; it is closed when the test ends.
@@ -33,10 +37,7 @@ func openCapture(t *testing.T) *pcap.Reader {
 	return r
 }
 
-// captureFile was captured by `rdmatrace capture -i
-// eth0` on lab node 0 (Debian 6.1, rxe) while rdma-core's `rping -c -C 3`
-// talked to `rping -s` on node 1: the CM handshake in UD MADs to QP 1, then
-// the RC SEND / RDMA READ / RDMA WRITE / ACK exchange of three pings.
+// TestDecodeRealCapture decodes captureFile and checks its traffic.
 func TestDecodeRealCapture(t *testing.T) {
 	r := openCapture(t)
 	ops := map[string]int{}
