@@ -44,7 +44,7 @@ func newRunHarness(t *testing.T) *runHarness {
 	h := &runHarness{t: t, maps: maps, rd: rd}
 	// Probe once whether syscall programs work here.
 	if _, err := h.load(asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}); err != nil {
-		t.Skipf("BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
+		skipOutsideLab(t, "BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
 	}
 	return h
 }
