@@ -69,6 +69,16 @@ func decode(b []byte, v any) bool {
 	return err == nil
 }
 
+// decoder makes a table entry: it decodes the struct T from the bytes (as
+// decode does) and lists its fields.
+func decoder[T any](fields func(*T) []Field) func([]byte) []Field {
+	return func(b []byte) []Field {
+		var v T
+		decode(b, &v)
+		return fields(&v)
+	}
+}
+
 func u(k string, v uint32) Field { return Field{k, uint64(v)} }
 
 var qpStateNames = map[uint8]string{
@@ -90,73 +100,47 @@ func nameOr(m map[uint8]string, v uint8) string {
 
 // verbsReq decodes the body (after the headers) of plain write() commands.
 var verbsReq = map[uint32]func(body []byte) []Field{
-	abi.IB_USER_VERBS_CMD_QUERY_PORT: func(b []byte) []Field {
-		var c abi.QueryPort
-		decode(b, &c)
+	abi.IB_USER_VERBS_CMD_QUERY_PORT: decoder(func(c *abi.QueryPort) []Field {
 		return []Field{{"port", uint64(c.PortNum)}}
-	},
-	abi.IB_USER_VERBS_CMD_DEALLOC_PD: func(b []byte) []Field {
-		var c abi.DeallocPD
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_DEALLOC_PD: decoder(func(c *abi.DeallocPD) []Field {
 		return []Field{u("pd", c.PDHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_REG_MR: func(b []byte) []Field {
-		var c abi.RegMR
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_REG_MR: decoder(func(c *abi.RegMR) []Field {
 		return []Field{u("pd", c.PDHandle), {"len", c.Length}, {"access", fmt.Sprintf("%#x", c.AccessFlags)}}
-	},
-	abi.IB_USER_VERBS_CMD_DEREG_MR: func(b []byte) []Field {
-		var c abi.DeregMR
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_DEREG_MR: decoder(func(c *abi.DeregMR) []Field {
 		return []Field{u("mr", c.MRHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_CQ: func(b []byte) []Field {
-		var c abi.CreateCQ
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_CQ: decoder(func(c *abi.CreateCQ) []Field {
 		return []Field{u("cqe", c.CQE), {"comp_channel", int64(c.CompChannel)}}
-	},
-	abi.IB_USER_VERBS_CMD_DESTROY_CQ: func(b []byte) []Field {
-		var c abi.DestroyCQ
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_DESTROY_CQ: decoder(func(c *abi.DestroyCQ) []Field {
 		return []Field{u("cq", c.CQHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: func(b []byte) []Field {
-		var c abi.ReqNotifyCQ
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: decoder(func(c *abi.ReqNotifyCQ) []Field {
 		return []Field{u("cq", c.CQHandle), u("solicited", c.SolicitedOnly)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_QP: func(b []byte) []Field {
-		var c abi.CreateQP
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_QP: decoder(func(c *abi.CreateQP) []Field {
 		return []Field{{"type", nameOr(qpTypeNames, c.QPType)}, u("pd", c.PDHandle), u("send_cq", c.SendCQHandle),
 			u("recv_cq", c.RecvCQHandle), u("max_send_wr", c.MaxSendWR), u("max_recv_wr", c.MaxRecvWR)}
-	},
-	abi.IB_USER_VERBS_CMD_MODIFY_QP: func(b []byte) []Field { return modifyQP(b) },
-	abi.IB_USER_VERBS_CMD_DESTROY_QP: func(b []byte) []Field {
-		var c abi.DestroyQP
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_MODIFY_QP: modifyQP,
+	abi.IB_USER_VERBS_CMD_DESTROY_QP: decoder(func(c *abi.DestroyQP) []Field {
 		return []Field{u("qp", c.QPHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_POST_SEND: func(b []byte) []Field {
-		var c abi.PostSend
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_POST_SEND: decoder(func(c *abi.PostSend) []Field {
 		return []Field{u("qp", c.QPHandle), u("wr_count", c.WrCount)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_AH: func(b []byte) []Field {
-		var c abi.CreateAH
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_AH: decoder(func(c *abi.CreateAH) []Field {
 		return []Field{u("pd", c.PDHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_DESTROY_AH: func(b []byte) []Field {
-		var c abi.DestroyAH
-		decode(b, &c)
+	}),
+	abi.IB_USER_VERBS_CMD_DESTROY_AH: decoder(func(c *abi.DestroyAH) []Field {
 		return []Field{u("ah", c.AHHandle)}
-	},
+	}),
 }
 
-func modifyQP(b []byte) []Field {
-	var c abi.ModifyQP
-	decode(b, &c)
+var modifyQP = decoder(func(c *abi.ModifyQP) []Field {
 	f := []Field{u("qp", c.QPHandle), {"mask", fmt.Sprintf("%#x", c.AttrMask)}}
 	if c.AttrMask&abi.IB_QP_STATE != 0 {
 		f = append(f, Field{"state", nameOr(qpStateNames, c.QPState)})
@@ -165,65 +149,47 @@ func modifyQP(b []byte) []Field {
 		f = append(f, u("dest_qpn", c.DestQPNum))
 	}
 	return f
-}
+})
 
 // verbsExReq decodes the body (after both headers) of extended commands.
 var verbsExReq = map[uint32]func(body []byte) []Field{
-	abi.IB_USER_VERBS_EX_CMD_MODIFY_QP: func(b []byte) []Field { return modifyQP(b) }, // ExModifyQP starts with ModifyQP
+	abi.IB_USER_VERBS_EX_CMD_MODIFY_QP: modifyQP, // ExModifyQP starts with ModifyQP
 }
 
 // verbsResp decodes responses of plain commands.
 var verbsResp = map[uint32]func(resp []byte) []Field{
-	abi.IB_USER_VERBS_CMD_GET_CONTEXT: func(b []byte) []Field {
-		var r abi.GetContextResp
-		decode(b, &r)
+	abi.IB_USER_VERBS_CMD_GET_CONTEXT: decoder(func(r *abi.GetContextResp) []Field {
 		return []Field{u("async_fd", r.AsyncFD), u("num_comp_vectors", r.NumCompVectors)}
-	},
-	abi.IB_USER_VERBS_CMD_ALLOC_PD: func(b []byte) []Field {
-		var r abi.AllocPDResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_ALLOC_PD: decoder(func(r *abi.AllocPDResp) []Field {
 		return []Field{u("pd", r.PDHandle)}
-	},
-	abi.IB_USER_VERBS_CMD_REG_MR: func(b []byte) []Field {
-		var r abi.RegMRResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_REG_MR: decoder(func(r *abi.RegMRResp) []Field {
 		return []Field{u("mr", r.MRHandle), {"lkey", fmt.Sprintf("%#x", r.LKey)}, {"rkey", fmt.Sprintf("%#x", r.RKey)}}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: func(b []byte) []Field {
-		var r abi.CreateCompChannelResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: decoder(func(r *abi.CreateCompChannelResp) []Field {
 		return []Field{u("fd", r.FD)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_CQ: func(b []byte) []Field { return createCQResp(b) },
-	abi.IB_USER_VERBS_CMD_DESTROY_CQ: func(b []byte) []Field {
-		var r abi.DestroyCQResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_CQ: createCQResp,
+	abi.IB_USER_VERBS_CMD_DESTROY_CQ: decoder(func(r *abi.DestroyCQResp) []Field {
 		return []Field{u("comp_events", r.CompEventsReported), u("async_events", r.AsyncEventsReported)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_QP: func(b []byte) []Field { return createQPResp(b) },
-	abi.IB_USER_VERBS_CMD_DESTROY_QP: func(b []byte) []Field {
-		var r abi.DestroyQPResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_QP: createQPResp,
+	abi.IB_USER_VERBS_CMD_DESTROY_QP: decoder(func(r *abi.DestroyQPResp) []Field {
 		return []Field{u("events", r.EventsReported)}
-	},
-	abi.IB_USER_VERBS_CMD_CREATE_AH: func(b []byte) []Field {
-		var r abi.CreateAHResp
-		decode(b, &r)
+	}),
+	abi.IB_USER_VERBS_CMD_CREATE_AH: decoder(func(r *abi.CreateAHResp) []Field {
 		return []Field{u("ah", r.AHHandle)}
-	},
+	}),
 }
 
-func createCQResp(b []byte) []Field {
-	var r abi.CreateCQResp
-	decode(b, &r)
+var createCQResp = decoder(func(r *abi.CreateCQResp) []Field {
 	return []Field{u("cq", r.CQHandle), u("cqe", r.CQE)}
-}
+})
 
-func createQPResp(b []byte) []Field {
-	var r abi.CreateQPResp
-	decode(b, &r)
+var createQPResp = decoder(func(r *abi.CreateQPResp) []Field {
 	return []Field{u("qp", r.QPHandle), u("qpn", r.QPN)}
-}
+})
 
 // verbsExResp decodes responses of extended commands (their structs start
 // with the plain response as Base).
@@ -239,54 +205,38 @@ var portSpaceNames = map[uint16]string{
 // ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr). The
 // data holds the first bytes only: fields past it are not shown.
 var ucmReq = map[uint32]func(body []byte) []Field{
-	abi.RDMA_USER_CM_CMD_CREATE_ID: func(b []byte) []Field {
-		var c abi.UCMCreateID
-		decode(b, &c)
+	abi.RDMA_USER_CM_CMD_CREATE_ID: decoder(func(c *abi.UCMCreateID) []Field {
 		ps, ok := portSpaceNames[c.PS]
 		if !ok {
 			ps = fmt.Sprintf("%#x", c.PS)
 		}
 		return []Field{{"ps", ps}, {"qp_type", nameOr(qpTypeNames, c.QPType)}}
-	},
-	abi.RDMA_USER_CM_CMD_DESTROY_ID: func(b []byte) []Field {
-		var c abi.UCMDestroyID
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_DESTROY_ID: decoder(func(c *abi.UCMDestroyID) []Field {
 		return []Field{u("id", c.ID)}
-	},
-	abi.RDMA_USER_CM_CMD_BIND: func(b []byte) []Field {
-		var c abi.UCMBind
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_BIND: decoder(func(c *abi.UCMBind) []Field {
 		f := []Field{u("id", c.ID)}
 		if s := sockaddr(c.Addr[:]); s != "" {
 			f = append(f, Field{"addr", s})
 		}
 		return f
-	},
-	abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE: func(b []byte) []Field {
-		var c abi.UCMResolveRoute
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE: decoder(func(c *abi.UCMResolveRoute) []Field {
 		return []Field{u("id", c.ID), u("timeout_ms", c.TimeoutMS)}
-	},
-	abi.RDMA_USER_CM_CMD_LISTEN: func(b []byte) []Field {
-		var c abi.UCMListen
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_LISTEN: decoder(func(c *abi.UCMListen) []Field {
 		return []Field{u("id", c.ID), u("backlog", c.Backlog)}
-	},
-	abi.RDMA_USER_CM_CMD_CONNECT: func(b []byte) []Field {
-		var c abi.UCMConnect
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_CONNECT: decoder(func(c *abi.UCMConnect) []Field {
 		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	},
-	abi.RDMA_USER_CM_CMD_ACCEPT: func(b []byte) []Field {
-		var c abi.UCMAccept
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_ACCEPT: decoder(func(c *abi.UCMAccept) []Field {
 		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	},
-	abi.RDMA_USER_CM_CMD_DISCONNECT: func(b []byte) []Field {
-		var c abi.UCMDisconnect
-		decode(b, &c)
+	}),
+	abi.RDMA_USER_CM_CMD_DISCONNECT: decoder(func(c *abi.UCMDisconnect) []Field {
 		return []Field{u("id", c.ID)}
-	},
+	}),
 }
 
 // UverbsDevices maps each /dev/infiniband/uverbsN's kernel dev_t

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // fakeBTF is a typeFinder over hand-built types.
@@ -166,6 +168,9 @@ func TestMemberOffsetAnonymous(t *testing.T) {
 func TestKernelOffsetsHost(t *testing.T) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
+		if labtest.InLab() {
+			t.Fatalf("the lab kernel has no BTF: %v", err)
+		}
 		t.Skipf("no kernel BTF here: %v", err)
 	}
 	ko, errs := kernelOffsetsFrom(spec)

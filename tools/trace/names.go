@@ -2,7 +2,11 @@
 
 package trace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rdmago/rdmago/abi"
+)
 
 // Names turns the numbers the kernel sees into the names of the UAPI headers.
 // The tracer and the formatters take one; ABINames is the real one, built from
@@ -25,14 +29,6 @@ type Names interface {
 	CMEvent(ev uint32) string
 }
 
-// verbsExtendedFlag is IB_USER_VERBS_CMD_FLAG_EXTENDED: set in
-// ib_uverbs_cmd_hdr.command for the extended commands, which carry a 16-byte
-// ib_uverbs_ex_cmd_hdr after the header and count words of 8 bytes.
-const verbsExtendedFlag = 0x80000000
-
-// verbsCommandMask is IB_USER_VERBS_CMD_COMMAND_MASK.
-const verbsCommandMask = 0xff
-
 func orNumber(name, prefix string, v uint64) string {
 	if name != "" {
 		return name
@@ -42,8 +38,8 @@ func orNumber(name, prefix string, v uint64) string {
 
 // verbsWriteName names the command word of an ib_uverbs_cmd_hdr.
 func verbsWriteName(n Names, command uint32) string {
-	cmd := command & verbsCommandMask
-	if command&verbsExtendedFlag != 0 {
+	cmd := command & abi.IB_USER_VERBS_CMD_COMMAND_MASK
+	if command&abi.IB_USER_VERBS_CMD_FLAG_EXTENDED != 0 {
 		return orNumber(n.VerbsExCommand(cmd), "EX_CMD_", uint64(cmd))
 	}
 	return orNumber(n.VerbsCommand(cmd), "CMD_", uint64(cmd))

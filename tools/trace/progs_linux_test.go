@@ -10,14 +10,26 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
+
+// skipOutsideLab skips t where this host lacks what it needs (root, BPF,
+// BTF), and fails it inside the lab, whose guests have all of it.
+func skipOutsideLab(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if labtest.InLab() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
 
 // testMaps creates the tracer's maps, or skips when this kernel or process
 // cannot use BPF.
 func testMaps(t *testing.T) map[string]*ebpf.Map {
 	t.Helper()
 	if err := rlimit.RemoveMemlock(); err != nil {
-		t.Skipf("BPF unavailable here: %v", err)
+		skipOutsideLab(t, "BPF unavailable here: %v", err)
 	}
 	maps := map[string]*ebpf.Map{}
 	t.Cleanup(func() {
@@ -28,7 +40,7 @@ func testMaps(t *testing.T) map[string]*ebpf.Map {
 	for name, spec := range mapSpecs(1 << 16) {
 		m, err := ebpf.NewMap(spec)
 		if errors.Is(err, unix.EPERM) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, os.ErrPermission) {
-			t.Skipf("BPF maps unavailable here (needs root and a BPF kernel): %v", err)
+			skipOutsideLab(t, "BPF maps unavailable here (needs root and a BPF kernel): %v", err)
 		}
 		if err != nil {
 			t.Fatalf("create map %s: %v", name, err)

@@ -16,6 +16,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmago/rdmago/abi"
 )
 
 // The kprobe and tracepoint programs cannot be test-run (BPF_PROG_TEST_RUN
@@ -42,7 +44,7 @@ func newRunHarness(t *testing.T) *runHarness {
 	h := &runHarness{t: t, maps: maps, rd: rd}
 	// Probe once whether syscall programs work here.
 	if _, err := h.load(asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}); err != nil {
-		t.Skipf("BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
+		skipOutsideLab(t, "BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
 	}
 	return h
 }
@@ -187,7 +189,7 @@ func TestRunVerbsWrite(t *testing.T) {
 	// Extended command: out_words counts 8-byte words, response pointer in
 	// ib_uverbs_ex_cmd_hdr (first u64 after the header). A failure (-EINVAL)
 	// must carry the errno and read no response.
-	bo.PutUint32(mem[0:], verbsExtendedFlag|2)
+	bo.PutUint32(mem[0:], abi.IB_USER_VERBS_CMD_FLAG_EXTENDED|2)
 	bo.PutUint16(mem[6:], 2)
 	h.run(entry, regs(0, 0, addr, 40))
 	h.run(ret, regs(uint64(1<<64-22)))

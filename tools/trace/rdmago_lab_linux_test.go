@@ -285,55 +285,26 @@ func TestLabRegMRErrno(t *testing.T) {
 	tr := openTracer(t, Options{PID: os.Getpid(), NoRXE: true})
 	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
 
-	fd, err := unix.Open(uverbsFor(t, env.Dev), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	page, err := unix.Mmap(-1, 0, 2*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(page)
-	respAddr := uint64(uintptr(unsafe.Pointer(&page[0])))
-	bufAddr := uint64(uintptr(unsafe.Pointer(&page[4096])))
-	write := func(command uint32, body any, respLen int) error {
-		hdr, err := abi.NewCmdHdr(command, binary.Size(body), respLen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf, _ := binary.Append(nil, binary.NativeEndian, hdr)
-		buf, _ = binary.Append(buf, binary.NativeEndian, body)
-		_, err = unix.Write(fd, buf)
-		return err
-	}
-	if err := write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.GetContext{Response: respAddr}, 8); err != nil {
+	raw := openRawUverbs(t, env.Dev, 2)
+	bufAddr := uint64(uintptr(unsafe.Pointer(&raw.mem[4096])))
+	if err := raw.write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.GetContext{Response: raw.respAddr}, 8); err != nil {
 		t.Fatalf("GET_CONTEXT: %v", err)
 	}
-	defer unix.Close(int(binary.NativeEndian.Uint32(page)))
-	if err := write(abi.IB_USER_VERBS_CMD_ALLOC_PD, abi.AllocPD{Response: respAddr}, 4); err != nil {
+	defer unix.Close(int(binary.NativeEndian.Uint32(raw.mem)))
+	if err := raw.write(abi.IB_USER_VERBS_CMD_ALLOC_PD, abi.AllocPD{Response: raw.respAddr}, 4); err != nil {
 		t.Fatalf("ALLOC_PD: %v", err)
 	}
-	pd := binary.NativeEndian.Uint32(page)
-	regErr := write(abi.IB_USER_VERBS_CMD_REG_MR, abi.RegMR{Response: respAddr, Start: bufAddr, Length: 4096, HCAVA: bufAddr,
+	pd := binary.NativeEndian.Uint32(raw.mem)
+	regErr := raw.write(abi.IB_USER_VERBS_CMD_REG_MR, abi.RegMR{Response: raw.respAddr, Start: bufAddr, Length: 4096, HCAVA: bufAddr,
 		PDHandle: pd, AccessFlags: abi.IB_ACCESS_REMOTE_WRITE}, int(unsafe.Sizeof(abi.RegMRResp{})))
 	if !errors.Is(regErr, unix.EINVAL) {
 		t.Fatalf("REG_MR with REMOTE_WRITE alone: %v, want EINVAL", regErr)
 	}
-	if err := write(abi.IB_USER_VERBS_CMD_DEALLOC_PD, abi.DeallocPD{PDHandle: pd}, 0); err != nil {
+	if err := raw.write(abi.IB_USER_VERBS_CMD_DEALLOC_PD, abi.DeallocPD{PDHandle: pd}, 0); err != nil {
 		t.Fatalf("DEALLOC_PD: %v", err)
 	}
 
-	evs := collect(t, tr, 20*time.Second, func(e Event) bool { return e.PID == uint32(os.Getpid()) },
-		func(evs []Event) bool { return len(evs) >= 4 })
-	var lines []string
-	for _, e := range evs {
-		lines = append(lines, f.Line(e))
-	}
-	t.Logf("traced:\n  %s", strings.Join(lines, "\n  "))
-	if len(evs) != 4 {
-		t.Fatalf("%d events, want 4", len(evs))
-	}
+	evs, lines := ownEvents(t, tr, f, 4)
 	e := evs[2]
 	d := f.Describe(e)
 	if d.Op != "REG_MR" || e.Ret != -int64(syscall.EINVAL) || d.Result != "EINVAL" {

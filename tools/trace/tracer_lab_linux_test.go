@@ -109,6 +109,61 @@ func collect(t *testing.T, tr *Tracer, timeout time.Duration, keep func(Event) b
 	return evs
 }
 
+// rawUverbs is dev's uverbs device opened for raw write() commands, with
+// scratch pages whose first takes the responses.
+type rawUverbs struct {
+	t        *testing.T
+	fd       int
+	mem      []byte
+	respAddr uint64 // &mem[0]
+}
+
+// openRawUverbs opens dev's uverbs device and maps pages pages of scratch
+// memory; both are released when the test ends.
+func openRawUverbs(t *testing.T, dev string, pages int) *rawUverbs {
+	t.Helper()
+	fd, err := unix.Open(uverbsFor(t, dev), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	mem, err := unix.Mmap(-1, 0, pages*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return &rawUverbs{t: t, fd: fd, mem: mem, respAddr: uint64(uintptr(unsafe.Pointer(&mem[0])))}
+}
+
+// write sends command (header and body) with one write().
+func (r *rawUverbs) write(command uint32, body any, respLen int) error {
+	hdr, err := abi.NewCmdHdr(command, binary.Size(body), respLen)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	buf, _ := binary.Append(nil, binary.NativeEndian, hdr)
+	buf, _ = binary.Append(buf, binary.NativeEndian, body)
+	_, err = unix.Write(r.fd, buf)
+	return err
+}
+
+// ownEvents collects this process's events until there are n, logs them
+// as lines, and fails unless there are exactly n.
+func ownEvents(t *testing.T, tr *Tracer, f *Formatter, n int) ([]Event, []string) {
+	t.Helper()
+	evs := collect(t, tr, 20*time.Second, func(e Event) bool { return e.PID == uint32(os.Getpid()) },
+		func(evs []Event) bool { return len(evs) >= n })
+	var lines []string
+	for _, e := range evs {
+		lines = append(lines, f.Line(e))
+	}
+	t.Logf("traced:\n  %s", strings.Join(lines, "\n  "))
+	if len(evs) != n {
+		t.Fatalf("%d events, want %d", len(evs), n)
+	}
+	return evs, lines
+}
+
 // TestLabRawVerbs does GET_CONTEXT, ALLOC_PD, DEALLOC_PD, an undefined
 // command and a bogus mmap with raw write()/mmap() on the uverbs device and
 // checks that the tracer saw exactly that, with handles, errnos and device.
@@ -117,60 +172,31 @@ func TestLabRawVerbs(t *testing.T) {
 	tr := openTracer(t, Options{PID: os.Getpid(), NoRXE: true})
 	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
 
-	fd, err := unix.Open(uverbsFor(t, env.Dev), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	resp, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(resp)
-	respAddr := uint64(uintptr(unsafe.Pointer(&resp[0])))
-	write := func(command uint32, body any, respLen int) (int, error) {
-		hdr, err := abi.NewCmdHdr(command, binary.Size(body), respLen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf, _ := binary.Append(nil, binary.NativeEndian, hdr)
-		buf, _ = binary.Append(buf, binary.NativeEndian, body)
-		return unix.Write(fd, buf)
-	}
-
-	if _, err := write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.GetContext{Response: respAddr}, 8); err != nil {
+	raw := openRawUverbs(t, env.Dev, 1)
+	if err := raw.write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.GetContext{Response: raw.respAddr}, 8); err != nil {
 		t.Fatalf("GET_CONTEXT: %v", err)
 	}
-	asyncFD := binary.NativeEndian.Uint32(resp)
+	asyncFD := binary.NativeEndian.Uint32(raw.mem)
 	defer unix.Close(int(asyncFD))
-	if _, err := write(abi.IB_USER_VERBS_CMD_ALLOC_PD, abi.AllocPD{Response: respAddr}, 4); err != nil {
+	if err := raw.write(abi.IB_USER_VERBS_CMD_ALLOC_PD, abi.AllocPD{Response: raw.respAddr}, 4); err != nil {
 		t.Fatalf("ALLOC_PD: %v", err)
 	}
-	pd := binary.NativeEndian.Uint32(resp)
-	if _, err := write(abi.IB_USER_VERBS_CMD_DEALLOC_PD, abi.DeallocPD{PDHandle: pd}, 0); err != nil {
+	pd := binary.NativeEndian.Uint32(raw.mem)
+	if err := raw.write(abi.IB_USER_VERBS_CMD_DEALLOC_PD, abi.DeallocPD{PDHandle: pd}, 0); err != nil {
 		t.Fatalf("DEALLOC_PD: %v", err)
 	}
-	_, badErr := write(0x3e, struct{}{}, 0)
+	badErr := raw.write(0x3e, struct{}{}, 0)
 	var badErrno syscall.Errno
 	if !errors.As(badErr, &badErrno) {
 		t.Fatalf("undefined command 0x3e: %v, want an errno", badErr)
 	}
-	_, mmapErr := unix.Mmap(fd, 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+	_, mmapErr := unix.Mmap(raw.fd, 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
 	var mmapErrno syscall.Errno
 	if !errors.As(mmapErr, &mmapErrno) {
 		t.Fatalf("mmap of offset 0 without a queue: %v, want an errno", mmapErr)
 	}
 
-	evs := collect(t, tr, 20*time.Second, func(e Event) bool { return e.PID == uint32(os.Getpid()) },
-		func(evs []Event) bool { return len(evs) >= 5 })
-	var lines []string
-	for _, e := range evs {
-		lines = append(lines, f.Line(e))
-	}
-	t.Logf("traced:\n  %s", strings.Join(lines, "\n  "))
-	if len(evs) != 5 {
-		t.Fatalf("%d events, want 5", len(evs))
-	}
+	evs, lines := ownEvents(t, tr, f, 5)
 	wantOps := []string{"GET_CONTEXT", "ALLOC_PD", "DEALLOC_PD", "CMD_0x3e", "mmap"}
 	for i, e := range evs {
 		d := f.Describe(e)
@@ -184,27 +210,19 @@ func TestLabRawVerbs(t *testing.T) {
 			t.Errorf("event %d: returned %v dur %d tid %d comm %q", i, e.Returned, e.Dur, e.TID, e.Comm)
 		}
 	}
-	field := func(fs []Field, k string) any {
-		for _, x := range fs {
-			if x.Key == k {
-				return x.Val
-			}
-		}
-		return nil
-	}
-	if d := f.Describe(evs[0]); evs[0].Ret != 16 || field(d.Resp, "async_fd") != uint64(asyncFD) {
+	if d := f.Describe(evs[0]); evs[0].Ret != 16 || fieldVal(d.Resp, "async_fd") != uint64(asyncFD) {
 		t.Errorf("GET_CONTEXT: ret %d resp %v, want 16 and async_fd=%d", evs[0].Ret, d.Resp, asyncFD)
 	}
-	if d := f.Describe(evs[1]); field(d.Resp, "pd") != uint64(pd) {
+	if d := f.Describe(evs[1]); fieldVal(d.Resp, "pd") != uint64(pd) {
 		t.Errorf("ALLOC_PD resp %v, want pd=%d", d.Resp, pd)
 	}
-	if d := f.Describe(evs[2]); field(d.Args, "pd") != uint64(pd) || evs[2].Ret != 12 {
+	if d := f.Describe(evs[2]); fieldVal(d.Args, "pd") != uint64(pd) || evs[2].Ret != 12 {
 		t.Errorf("DEALLOC_PD args %v ret %d, want pd=%d and 12", d.Args, evs[2].Ret, pd)
 	}
 	if evs[3].Ret != -int64(badErrno) {
 		t.Errorf("undefined command traced ret %d, the process got %v (%d)", evs[3].Ret, badErrno, -int64(badErrno))
 	}
-	if d := f.Describe(evs[4]); evs[4].Ret != -int64(mmapErrno) || field(d.Args, "len") != uint64(4096) {
+	if d := f.Describe(evs[4]); evs[4].Ret != -int64(mmapErrno) || fieldVal(d.Args, "len") != uint64(4096) {
 		t.Errorf("mmap traced ret %d args %v, the process got %v", evs[4].Ret, d.Args, mmapErrno)
 	}
 	if !strings.Contains(lines[3], fmt.Sprintf("-> %s (%d)", errnoName(badErrno), -int(badErrno))) {

@@ -16,20 +16,30 @@ import (
 	"github.com/rdmago/rdmago/tools/trace/pcap"
 )
 
-// testdata/rping-6.1-two-nodes.pcap was captured by `rdmatrace capture -i
+// captureFile was captured by `rdmatrace capture -i
 // eth0` on lab node 0 (Debian 6.1, rxe) while rdma-core's `rping -c -C 3`
 // talked to `rping -s` on node 1: the CM handshake in UD MADs to QP 1, then
 // the RC SEND / RDMA READ / RDMA WRITE / ACK exchange of three pings.
-func TestDecodeRealCapture(t *testing.T) {
-	f, err := os.Open("testdata/rping-6.1-two-nodes.pcap")
+const captureFile = "testdata/rping-6.1-two-nodes.pcap"
+
+// openCapture opens captureFile for reading; it is closed when the test ends.
+func openCapture(t *testing.T) *pcap.Reader {
+	t.Helper()
+	f, err := os.Open(captureFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	r, err := pcap.NewReader(f)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// TestDecodeRealCapture decodes captureFile and checks its traffic.
+func TestDecodeRealCapture(t *testing.T) {
+	r := openCapture(t)
 	ops := map[string]int{}
 	rcQPs := map[uint32]bool{}
 	var readVA uint64
@@ -86,21 +96,12 @@ func TestAgreesWithWireshark(t *testing.T) {
 	if err != nil {
 		t.Skip("tshark not installed (apt-get install tshark)")
 	}
-	const file = "testdata/rping-6.1-two-nodes.pcap"
-	out, err := exec.Command(tshark, "-r", file, "-T", "fields", "-e", "infiniband.bth.opcode",
+	out, err := exec.Command(tshark, "-r", captureFile, "-T", "fields", "-e", "infiniband.bth.opcode",
 		"-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.reth.va").Output()
 	if err != nil {
 		t.Fatalf("tshark: %v", err)
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openCapture(t)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	for i, line := range lines {
 		rec, err := r.Next()
