@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -168,9 +168,12 @@ func TestLabTimewait(t *testing.T) {
 // connections work.
 func TestLabZZDeviceRemoval(t *testing.T) {
 	e := requireLab(t)
-	netdev := os.Getenv("RDMALAB_NETDEV")
+	netdev := e.Netdev
 	if netdev == "" {
-		t.Skip("RDMALAB_NETDEV unset: cannot re-create the device afterwards")
+		if labtest.InLab() { // the guest always sets it
+			t.Fatal("inside the lab but RDMALAB_NETDEV is unset: cannot re-create the device afterwards")
+		}
+		t.Skip("RDMALAB_NETDEV unset (not in the lab): cannot re-create the device afterwards")
 	}
 	ctx := labCtx(t, 3*time.Minute)
 	port := labPortBase + 12
