@@ -68,8 +68,8 @@ type Conn struct {
 // run Options.Setup, send the request, and on CONNECT_RESPONSE move the QP
 // to RTR and RTS and send the RTU. Failures are *EventError values naming
 // the event: ErrNoListener/ErrRejected, ErrUnreachable, ErrAddrResolution,
-// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with rdma_ucm (tested on 6.1 and
-// 6.12). The caller must Close the Conn.
+// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with
+// rdma_ucm (tested on 6.1 and 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	dst, err := resolveAddrPort(ctx, addr)
 	if err != nil {
@@ -652,10 +652,12 @@ func (c *Conn) teardown(deadline time.Time) error {
 		}
 	}
 	if c.qp != nil {
-		c.qp.ModifyToErr()
-		if c.ownCQs {
-			// Nobody else polls the CQs this connection owns: collect the
-			// flushes of whatever work is still in the rings.
+		if !c.ownCQs {
+			c.qp.ModifyToErr()
+		} else {
+			// Nobody else polls the CQs this connection owns: move the QP
+			// to the error state and collect the flushes of whatever work
+			// is still in the rings.
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			wcs, err := c.qp.Drain(ctx)
 			cancel()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -169,7 +168,7 @@ func TestLabTimewait(t *testing.T) {
 // connections work.
 func TestLabZZDeviceRemoval(t *testing.T) {
 	e := requireLab(t)
-	netdev := os.Getenv("RDMALAB_NETDEV")
+	netdev := e.Netdev
 	if netdev == "" {
 		labtest.Missing(t, "RDMALAB_NETDEV unset: cannot re-create the device afterwards")
 	}

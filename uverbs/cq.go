@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -31,8 +30,7 @@ type CQ struct {
 	mem     []byte
 	ring    rxe.CQ
 
-	mu     sync.RWMutex // read-held by commands naming the handle, held by Close and Resize
-	closed bool
+	handleLock // also held by Resize
 
 	compEvents uint32 // events delivered through the channel
 }
@@ -60,11 +58,10 @@ func (c *Context) CreateCQ(cqe int, opts *CQOptions) (*CQ, error) {
 			return nil, fmt.Errorf("create cq: the completion channel belongs to another Context: %w", unix.EINVAL)
 		}
 		// The channel's fd number goes into the command: hold it open.
-		o.Channel.mu.RLock()
-		defer o.Channel.mu.RUnlock()
-		if o.Channel.closed {
-			return nil, fmt.Errorf("create cq: completion channel: %w", ErrClosed)
+		if err := o.Channel.rlockOpen("create cq: completion channel"); err != nil {
+			return nil, err
 		}
+		defer o.Channel.mu.RUnlock()
 	}
 	cq := &CQ{ctx: c, channel: o.Channel}
 	uh, err := c.track(kindCQ, cq)
@@ -233,17 +230,6 @@ func (cq *CQ) Resize(cqe int) error {
 	cq.cqe = int(resp.core.CQE)
 	if err := cq.ctx.res.unmap(old); err != nil {
 		return fmt.Errorf("resize cq: unmap old ring: %w", err)
-	}
-	return nil
-}
-
-// rlockOpen read-locks the CQ for a command naming its handle; once the CQ
-// is closed it fails, saying what, and leaves it unlocked.
-func (cq *CQ) rlockOpen(what string) error {
-	cq.mu.RLock()
-	if cq.closed {
-		cq.mu.RUnlock()
-		return fmt.Errorf("%s: %w", what, ErrClosed)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/netlink"
+	"github.com/rdmago/rdmago/internal/rdmanl"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,71 +168,51 @@ func netdevsOf(ibdev string) []string {
 	return out
 }
 
-// nlDevice is what RDMA netlink says about a device.
-type nlDevice struct {
-	name     string
-	index    uint32
-	driverID uint32 // 0 if unknown
-}
-
-// nlDevices lists the RDMA devices over RDMA netlink (RDMA_NLDEV_CMD_GET)
-// with, when driverIDs is set, the driver serving each one's uverbs
+// driverIDs asks RDMA netlink which driver serves each device's uverbs
 // (RDMA_NLDEV_CMD_GET_CHARDEV, attribute RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID).
-func nlDevices(driverIDs bool) ([]nlDevice, error) {
+// The ioctl interface refuses commands whose header names another driver.
+// Errors leave the map empty; callers fall back to sysfs hints.
+func driverIDs() map[string]uint32 {
+	out := map[string]uint32{}
 	c, err := netlink.Dial(unix.NETLINK_RDMA)
 	if err != nil {
-		return nil, err
+		return out
 	}
 	defer c.Close()
 	typ := func(cmd uint16) uint16 { return abi.RDMA_NL_GET_TYPE(abi.RDMA_NL_NLDEV, cmd) }
 	msgs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET), netlink.NLM_F_DUMP, nil)
 	if err != nil {
-		return nil, err
+		return out
 	}
-	var out []nlDevice
 	for _, m := range msgs {
 		attrs, err := netlink.ParseAttrs(m.Data)
 		if err != nil {
 			continue
 		}
-		var d nlDevice
+		var idx uint32
+		var name string
 		for _, a := range attrs {
 			switch a.Type {
 			case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
-				d.index = a.Uint32()
+				idx = a.Uint32()
 			case abi.RDMA_NLDEV_ATTR_DEV_NAME:
-				d.name = a.String()
+				name = a.String()
 			}
 		}
-		if driverIDs {
-			var e netlink.Encoder
-			e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, d.index)
-			e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
-			if rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode()); err == nil {
-				for _, r := range rs {
-					ra, _ := netlink.ParseAttrs(r.Data)
-					for _, a := range ra {
-						if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
-							d.driverID = a.Uint32()
-						}
-					}
+		var e netlink.Encoder
+		e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
+		e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
+		rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode())
+		if err != nil {
+			continue
+		}
+		for _, r := range rs {
+			ra, _ := netlink.ParseAttrs(r.Data)
+			for _, a := range ra {
+				if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
+					out[name] = a.Uint32()
 				}
 			}
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// driverIDs maps device names to the driver serving their uverbs. The ioctl
-// interface refuses commands whose header names another driver. Errors
-// leave the map empty; callers fall back to sysfs hints.
-func driverIDs() map[string]uint32 {
-	out := map[string]uint32{}
-	devs, _ := nlDevices(true)
-	for _, d := range devs {
-		if d.driverID != 0 {
-			out[d.name] = d.driverID
 		}
 	}
 	return out
@@ -243,13 +224,18 @@ func driverIDs() map[string]uint32 {
 // entry's netdev from sysfs, which is slow (rxe has 1024): do not call it per
 // connection.
 func DeviceByIndex(idx uint32) (Device, error) {
-	devs, err := nlDevices(false)
+	nl, err := rdmanl.Dial()
 	if err != nil {
-		return Device{}, fmt.Errorf("device with index %d: rdma netlink: %w", idx, err)
+		return Device{}, fmt.Errorf("device with index %d: %w", idx, err)
+	}
+	defer nl.Close()
+	devs, err := nl.Devices()
+	if err != nil {
+		return Device{}, fmt.Errorf("device with index %d: %w", idx, err)
 	}
 	for _, d := range devs {
-		if d.index == idx {
-			return DeviceByName(d.name)
+		if d.Index == idx {
+			return DeviceByName(d.Name)
 		}
 	}
 	return Device{}, fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)

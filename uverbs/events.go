@@ -71,14 +71,14 @@ func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
 // Once it (or its Context) is closed, Wait and CreateCQ with it fail with
 // ErrClosed: its fd number may already be another file's.
 type CompChannel struct {
-	ctx    *Context
-	fd     int
-	ev     *eventFile
-	uh     uint64
-	rmu    sync.Mutex // one reader at a time
-	buf    abi.CompEventDesc
-	mu     sync.RWMutex // read-held by CreateCQ while it passes fd, held by Close
-	closed bool
+	ctx *Context
+	fd  int
+	ev  *eventFile
+	uh  uint64
+	rmu sync.Mutex // one reader at a time
+	buf abi.CompEventDesc
+
+	handleLock // read-held by CreateCQ while it passes fd
 }
 
 // CreateCompChannel is ibv_create_comp_channel.

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 
 func TestLabDeviceQuery(t *testing.T) {
@@ -81,13 +83,18 @@ func TestLabDeviceQuery(t *testing.T) {
 	if d2, err := DeviceByNodeGUID(a.NodeGUID); err != nil || d2.Name != e.Dev {
 		t.Errorf("DeviceByNodeGUID(%#x) = %+v, %v", a.NodeGUID, d2, err)
 	}
-	nl, err := nlDevices(false)
-	if err != nil || len(nl) == 0 {
-		t.Fatalf("rdma netlink devices: %+v %v", nl, err)
+	nl, err := rdmanl.Dial()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, n := range nl {
-		if d2, err := DeviceByIndex(n.index); err != nil || d2.Name != n.name {
-			t.Errorf("DeviceByIndex(%d) = %+v, %v; want %s", n.index, d2, err, n.name)
+	defer nl.Close()
+	nlDevs, err := nl.Devices()
+	if err != nil || len(nlDevs) == 0 {
+		t.Fatalf("rdma netlink devices: %+v %v", nlDevs, err)
+	}
+	for _, n := range nlDevs {
+		if d2, err := DeviceByIndex(n.Index); err != nil || d2.Name != n.Name {
+			t.Errorf("DeviceByIndex(%d) = %+v, %v; want %s", n.Index, d2, err, n.Name)
 		}
 	}
 	if _, err := DeviceByIndex(1 << 30); !errors.Is(err, ErrNoDevice) {

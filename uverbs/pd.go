@@ -23,8 +23,7 @@ type PD struct {
 	ctx    *Context
 	handle uint32
 	uh     uint64
-	mu     sync.RWMutex // read-held by commands naming the handle, held by Close
-	closed bool
+	handleLock
 }
 
 // AllocPD is ibv_alloc_pd.
@@ -68,12 +67,22 @@ func (pd *PD) Close() error {
 	return nil
 }
 
-// rlockOpen read-locks the PD for a command naming its handle; once the PD
-// is closed it fails, saying what (e.g. "reg mr: pd"), and leaves it unlocked.
-func (pd *PD) rlockOpen(what string) error {
-	pd.mu.RLock()
-	if pd.closed {
-		pd.mu.RUnlock()
+// handleLock is the lock and closed flag of an object whose handle commands
+// name (PD, CQ, SRQ, completion channel): a command holds it read-locked
+// while it uses the handle, Close holds it locked and sets closed, and from
+// then on the handle, which the kernel hands to later objects, is never sent.
+type handleLock struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// rlockOpen read-locks the object for a command naming its handle; once the
+// object is closed it fails, saying what (e.g. "reg mr: pd"), and leaves it
+// unlocked.
+func (l *handleLock) rlockOpen(what string) error {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
 		return fmt.Errorf("%s: %w", what, ErrClosed)
 	}
 	return nil

@@ -4,7 +4,6 @@ package uverbs
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
@@ -29,8 +28,7 @@ type SRQ struct {
 	maxWR  int
 	maxSGE int
 
-	mu     sync.RWMutex // read-held by commands naming the handle, held by Close and modify
-	closed bool
+	handleLock // also held by modify
 }
 
 // CreateSRQ is ibv_create_srq: a shared receive queue for at least maxWR
@@ -163,17 +161,6 @@ func (s *SRQ) Query() (maxWR, maxSGE, limit int, err error) {
 		return 0, 0, 0, fmt.Errorf("query srq: %w", err)
 	}
 	return int(resp.MaxWR), int(resp.MaxSGE), int(resp.SRQLimit), nil
-}
-
-// rlockOpen read-locks the SRQ for a command naming its handle; once the
-// SRQ is closed it fails, saying what, and leaves it unlocked.
-func (s *SRQ) rlockOpen(what string) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return fmt.Errorf("%s: %w", what, ErrClosed)
-	}
-	return nil
 }
 
 func (s *SRQ) destroy() error {

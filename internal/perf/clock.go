@@ -21,6 +21,9 @@ type Clock struct {
 	Source     string  `json:"source"`
 }
 
+// ticksIn is how many ticks d lasts.
+func (c Clock) ticksIn(d time.Duration) int64 { return int64(d.Seconds() * c.MHz * 1e6) }
+
 // cpuinfoTolerance is how close /proc/cpuinfo's rate must be to the
 // calibrated one to be used.
 const cpuinfoTolerance = 0.02

@@ -70,14 +70,11 @@ var yieldEvery = func() time.Duration {
 }()
 
 // yield calls runtime.Gosched every yieldEvery. A goroutine that never
-// reschedules is preempted by force after 10 ms (sysmon's retake); when
-// that lands in a doorbell write(2) — uverbs makes it through the runtime's
-// syscall entry, so the goroutine is "in a syscall" — sysmon also takes the
-// goroutine's P, the write returns to a thread without one (a hand-off
-// through the scheduler, futex wake-ups), and sysmon drops back to waking
-// every 20 µs, which on the lab's 2-CPU guests takes CPU from the kernel's
-// rxe work. A voluntary turn costs less, but not nothing (Gosched wakes an
-// idle thread to look for work), hence the long period.
+// reschedules is preempted by force after 10 ms (sysmon's retake: a signal
+// and a trip through the scheduler; the doorbell write(2) is a raw system
+// call, sys.RawWrite, so sysmon never takes the P itself). A voluntary turn
+// costs less, but not nothing (Gosched wakes an idle thread to look for
+// work), hence the long period.
 func (s *session) yield() {
 	if s.yieldTicks == 0 {
 		return
@@ -110,10 +107,8 @@ func newPhaser(s *session) phaser {
 	if c.Duration <= 0 {
 		return phaser{}
 	}
-	t := func(us float64) int64 { return int64(us * s.clock.MHz) }
 	now := ticks()
-	m := t(float64(c.Margin.Microseconds()))
-	d := t(float64(c.Duration.Microseconds()))
+	m, d := s.clock.ticksIn(c.Margin), s.clock.ticksIn(c.Duration)
 	// perftest's duration is the whole run: margin, sample, margin.
 	return phaser{on: true, warmEnd: now + m, sampleEnd: now + d - m, end: now + d}
 }
@@ -163,7 +158,7 @@ type measure struct {
 
 func (s *session) startMeasure() measure {
 	s.startProfile()
-	s.yieldTicks = int64(float64(yieldEvery.Microseconds()) * s.clock.MHz)
+	s.yieldTicks = s.clock.ticksIn(yieldEvery)
 	s.yieldAt = ticks() + s.yieldTicks
 	m := measure{s: s}
 	for _, e := range s.eps {
@@ -582,7 +577,7 @@ func (s *session) pollOne(cq *uverbs.CQ, wcs []uverbs.WC, owed bool) error {
 		now := ticks()
 		switch {
 		case deadline == 0:
-			deadline = now + int64(owedWait.Seconds()*s.clock.MHz*1e6)
+			deadline = now + s.clock.ticksIn(owedWait)
 		case now > deadline:
 			return fmt.Errorf("the peer ended the run, and the completion of this side's last request did not come in %v", owedWait)
 		}
