@@ -14,10 +14,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmago/rdmago/abi"
-	"github.com/rdmago/rdmago/internal/netlink"
 	"github.com/rdmago/rdmago/internal/rdmanl"
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Where the kernel publishes RDMA devices. Variables so tests can point them at
@@ -174,45 +172,18 @@ func netdevsOf(ibdev string) []string {
 // Errors leave the map empty; callers fall back to sysfs hints.
 func driverIDs() map[string]uint32 {
 	out := map[string]uint32{}
-	c, err := netlink.Dial(unix.NETLINK_RDMA)
+	c, err := rdmanl.Dial()
 	if err != nil {
 		return out
 	}
 	defer c.Close()
-	typ := func(cmd uint16) uint16 { return abi.RDMA_NL_GET_TYPE(abi.RDMA_NL_NLDEV, cmd) }
-	msgs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET), netlink.NLM_F_DUMP, nil)
+	devs, err := c.Devices()
 	if err != nil {
 		return out
 	}
-	for _, m := range msgs {
-		attrs, err := netlink.ParseAttrs(m.Data)
-		if err != nil {
-			continue
-		}
-		var idx uint32
-		var name string
-		for _, a := range attrs {
-			switch a.Type {
-			case abi.RDMA_NLDEV_ATTR_DEV_INDEX:
-				idx = a.Uint32()
-			case abi.RDMA_NLDEV_ATTR_DEV_NAME:
-				name = a.String()
-			}
-		}
-		var e netlink.Encoder
-		e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, idx)
-		e.String(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, "uverbs")
-		rs, err := c.Execute(typ(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0, e.Encode())
-		if err != nil {
-			continue
-		}
-		for _, r := range rs {
-			ra, _ := netlink.ParseAttrs(r.Data)
-			for _, a := range ra {
-				if a.Type == abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID {
-					out[name] = a.Uint32()
-				}
-			}
+	for _, d := range devs {
+		if cd, err := c.Chardev(int64(d.Index), "uverbs"); err == nil {
+			out[d.Name] = cd.DriverID
 		}
 	}
 	return out
@@ -241,24 +212,6 @@ func DeviceByIndex(idx uint32) (Device, error) {
 	return Device{}, fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)
 }
 
-// parseNodeGUID parses a node GUID as sysfs and Device.NodeGUID print it
-// ("5054:00ff:fe12:3456") into its value.
-func parseNodeGUID(s string) (uint64, error) {
-	f := strings.Split(s, ":")
-	if len(f) != 4 {
-		return 0, fmt.Errorf("node GUID %q: want four groups of hex digits separated by colons", s)
-	}
-	var g uint64
-	for _, x := range f {
-		v, err := strconv.ParseUint(x, 16, 16)
-		if err != nil || len(x) == 0 {
-			return 0, fmt.Errorf("node GUID %q: bad group %q", s, x)
-		}
-		g = g<<16 | v
-	}
-	return g, nil
-}
-
 // DeviceByNodeGUID returns the device whose node GUID is guid (host order,
 // as DeviceAttr.NodeGUID and rdma_cm's node_guid after byte swapping give it).
 func DeviceByNodeGUID(guid uint64) (Device, error) {
@@ -269,7 +222,7 @@ func DeviceByNodeGUID(guid uint64) (Device, error) {
 	var names []string
 	for _, d := range devs {
 		names = append(names, d.Name)
-		if g, err := parseNodeGUID(d.NodeGUID); err == nil && g == guid {
+		if g, err := sysfs.ParseGUID(d.NodeGUID); err == nil && uint64(g) == guid {
 			return d, nil
 		}
 	}

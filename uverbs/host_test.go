@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,11 +191,11 @@ func TestRegMRValidation(t *testing.T) {
 }
 
 func TestParseNodeGUID(t *testing.T) {
-	if g, err := parseNodeGUID("5054:00ff:fe12:3456"); err != nil || g != 0x505400fffe123456 {
+	if g, err := sysfs.ParseGUID("5054:00ff:fe12:3456"); err != nil || g != 0x505400fffe123456 {
 		t.Errorf("parse: %#x %v", g, err)
 	}
 	for _, bad := range []string{"", "5054:00ff:fe12", "5054:00ff:fe12:3456:0", "5054::fe12:3456", "505400:ff:fe12:3456", "zz54:00ff:fe12:3456"} {
-		if _, err := parseNodeGUID(bad); err == nil {
+		if _, err := sysfs.ParseGUID(bad); err == nil {
 			t.Errorf("parsed %q", bad)
 		}
 	}
