@@ -11,8 +11,8 @@
 // AllocBuffer), create CQs (Context.CreateCQ, with a CompChannel to sleep on),
 // QPs (PD.CreateQP, RC or UD; SRQs with PD.CreateSRQ; AHs for UD with
 // PD.CreateAH), connect them (QP.ModifyToInit then QP.Connect, with the peer's
-// Dest learnt out of band, e.g. with ExchangeClient/ExchangeServer, the
-// format of rdma-core's ibv_rc_pingpong) and move data.
+// Dest learnt out of band, e.g. with package oob's Client and Server, the
+// exchange of rdma-core's ibv_rc_pingpong) and move data.
 //
 // Every object has an idempotent Close. Close children before parents (QP,
 // SRQ, AH, then CQ, MR, then PD, then CompChannel), or just close the

@@ -353,7 +353,7 @@ func TestLabPingpongInterop(t *testing.T) {
 			var remote Dest
 			if goRole == "client" {
 				for start := time.Now(); ; {
-					remote, err = ExchangeClient(ctx, net.JoinHostPort(e.Addr, strconv.Itoa(port)), local)
+					remote, err = OOBClient(ctx, net.JoinHostPort(e.Addr, strconv.Itoa(port)), local)
 					if err == nil || time.Since(start) > 60*time.Second {
 						break
 					}
@@ -363,7 +363,7 @@ func TestLabPingpongInterop(t *testing.T) {
 					err = ep.qp.Connect(remote, local.PSN, ep.connectOpts())
 				}
 			} else {
-				remote, err = ExchangeServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) })
+				remote, err = OOBServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) })
 			}
 			if err == nil {
 				t.Logf("go %s: local %+v, remote %+v", goRole, local, remote)
@@ -416,7 +416,7 @@ func TestLabTwoNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		remote, err := ExchangeServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) })
+		remote, err := OOBServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,7 +457,7 @@ func TestLabTwoNodes(t *testing.T) {
 		}
 		var remote Dest
 		for start := time.Now(); ; {
-			remote, err = ExchangeClient(ctx, net.JoinHostPort(e.Peer, strconv.Itoa(port)), local)
+			remote, err = OOBClient(ctx, net.JoinHostPort(e.Peer, strconv.Itoa(port)), local)
 			if err == nil || time.Since(start) > 60*time.Second || errors.Is(err, context.DeadlineExceeded) {
 				break
 			}
@@ -556,13 +556,13 @@ func TestLabPingpongTwoNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			if _, err := ExchangeServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) }); err != nil {
+			if _, err := OOBServer(ctx, ln, local, func(r Dest) error { return ep.qp.Connect(r, local.PSN, ep.connectOpts()) }); err != nil {
 				t.Fatal(err)
 			}
 		} else {
 			var remote Dest
 			for {
-				remote, err = ExchangeClient(ctx, net.JoinHostPort(e.Peer, strconv.Itoa(port)), local)
+				remote, err = OOBClient(ctx, net.JoinHostPort(e.Peer, strconv.Itoa(port)), local)
 				if err == nil || ctx.Err() != nil {
 					break
 				}

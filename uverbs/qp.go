@@ -415,7 +415,7 @@ func (qp *QP) ModifyToInit(port uint8, access AccessFlags, qkey uint32) error {
 }
 
 // Dest is what a connected QP needs to know about its peer; it is what
-// ibv_rc_pingpong exchanges over TCP (see ExchangeClient).
+// ibv_rc_pingpong exchanges over TCP (see package oob).
 type Dest struct {
 	LID uint16
 	QPN uint32

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -331,63 +330,6 @@ func TestCommandBytes(t *testing.T) {
 }
 
 func netipMust(s string) netipAddr { return mustAddr(s) }
-
-func TestExchangeFormat(t *testing.T) {
-	d := Dest{LID: 0, QPN: 0x11, PSN: 0xabcdef, GID: GIDFromAddr(mustAddr("192.168.7.2"))}
-	msg := d.MarshalPingpong()
-	want := "0000:000011:abcdef:00000000000000000000ffffc0a80702\x00"
-	if string(msg) != want || len(msg) != 52 {
-		t.Fatalf("wire form %q, want %q", msg, want)
-	}
-	back, err := ParsePingpong(msg)
-	if err != nil || back != d {
-		t.Fatalf("round trip: %+v %v", back, err)
-	}
-	for _, bad := range []string{"", "0000:000011:abcdef", "zzzz:000011:abcdef:00000000000000000000ffffc0a80702", "0000:1000000:0:00000000000000000000ffffc0a80702"} {
-		if _, err := ParsePingpong([]byte(bad)); err == nil {
-			t.Errorf("parsed %q", bad)
-		}
-	}
-}
-
-func TestExchangeRoundTrip(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	server := Dest{QPN: 0x100, PSN: 1, GID: GIDFromAddr(mustAddr("10.0.0.1"))}
-	client := Dest{QPN: 0x200, PSN: 2, GID: GIDFromAddr(mustAddr("10.0.0.2"))}
-	type res struct {
-		d         Dest
-		connected Dest
-		err       error
-	}
-	done := make(chan res, 1)
-	go func() {
-		var r res
-		r.d, r.err = ExchangeServer(ctx, ln, server, func(remote Dest) error { r.connected = remote; return nil })
-		done <- r
-	}()
-	got, err := ExchangeClient(ctx, ln.Addr().String(), client)
-	if err != nil || got != server {
-		t.Fatalf("client got %+v, %v", got, err)
-	}
-	r := <-done
-	if r.err != nil || r.d != client || r.connected != client {
-		t.Fatalf("server got %+v (connected with %+v), %v", r.d, r.connected, r.err)
-	}
-	// A cancelled server returns promptly.
-	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln2.Close()
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if _, err := ExchangeServer(cctx, ln2, server, nil); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled server: %v", err)
-	}
-}
 
 func BenchmarkPostPoll(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/oob"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -82,8 +83,8 @@ func (c *config) openForTCP() (*uverbs.Context, uverbs.GIDEntry, error) {
 }
 
 // runDemoTCP runs a demo on a QP connected with ibv_rc_pingpong's
-// out-of-band TCP exchange of LID, QPN, PSN and GID (uverbs.ExchangeClient
-// and ExchangeServer) instead of rdma_cm.
+// out-of-band TCP exchange of LID, QPN, PSN and GID (oob.Client and
+// oob.Server) instead of rdma_cm.
 func runDemoTCP(ctx context.Context, c *config) error {
 	d, err := c.demo()
 	if err != nil {
@@ -173,18 +174,18 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return d.Client(ctx)
 	}
 	logf("tcp: waiting for the client's exchange on %v", ln.Addr())
-	if _, err := uverbs.ExchangeServer(ctx, ln, local, connect); err != nil {
+	if _, err := oob.Server(ctx, ln, local, connect); err != nil {
 		return err
 	}
 	return d.Server(ctx)
 }
 
-// exchangeRetry is uverbs.ExchangeClient, retried for up to 10 s while the
+// exchangeRetry is oob.Client, retried for up to 10 s while the
 // server is not listening yet (ibv_rc_pingpong's client gives up at once).
 func exchangeRetry(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		remote, err := uverbs.ExchangeClient(ctx, addr, local)
+		remote, err := oob.Client(ctx, addr, local)
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
 			return remote, err
 		}
