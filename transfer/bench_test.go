@@ -1,10 +1,13 @@
-package transfer
+package transfer_test
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // BenchmarkTransfer moves a 64 MiB file through the whole core (read, hash,
@@ -18,20 +21,20 @@ func BenchmarkTransfer(b *testing.B) {
 			if err := os.WriteFile(filepath.Join(src, "f"), randBytes(1, size), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			items, _, err := Plan(filepath.Join(src, "f"))
+			items, _, err := transfer.Plan(filepath.Join(src, "f"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(size)
 			for b.Loop() {
 				dst := benchDir(b)
-				st, rt := MemPipe(MemConfig{}, MemConfig{})
+				st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
 				done := make(chan error, 1)
 				go func() {
-					_, err := (&Receiver{Dir: dst, Slots: 16, SlotSize: slotSize}).ServeConn(context.Background(), rt)
+					_, err := (&transfer.Receiver{Dir: dst, Slots: 16, SlotSize: slotSize}).ServeConn(context.Background(), rt)
 					done <- err
 				}()
-				rep, err := (&Sender{}).Send(context.Background(), st, items)
+				rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
 				st.Close()
 				if err != nil || !rep.OK(1) {
 					b.Fatal(err)

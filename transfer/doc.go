@@ -1,7 +1,7 @@
 // Package transfer is rdmacp's file protocol: files and directories sent
 // over RDMA Write into a bounded window, verified end to end, written
 // atomically. The core here knows nothing of RDMA; it drives a Transport
-// (package transfer/rdma over cm and uverbs, or MemPipe in tests).
+// (package transfer/rdma over cm and uverbs, or transfertest.Pipe in tests).
 //
 // # Protocol
 //

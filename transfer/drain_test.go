@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // lateAckTransport is a sender's transport whose final Drain finds the
@@ -15,11 +18,11 @@ import (
 // send is still outstanding when the disconnect arrives (seen over RDMA on
 // a lossy link).
 type lateAckTransport struct {
-	*MemTransport
+	*transfertest.Transport
 }
 
 func (t lateAckTransport) Drain(ctx context.Context) error {
-	return fmt.Errorf("rdma: %w", ErrPeerGone)
+	return fmt.Errorf("rdma: %w", transfer.ErrPeerGone)
 }
 
 // TestSendDrainPeerGoneAfterResults: once every item has its RESULT and
@@ -30,14 +33,14 @@ func TestSendDrainPeerGoneAfterResults(t *testing.T) {
 	defer cancel()
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(7, 100<<10)})
 	dst := t.TempDir()
-	st, rt := MemPipe(MemConfig{}, MemConfig{})
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
 	done := make(chan error, 1)
 	go func() {
 		defer rt.Close()
-		_, err := (&Receiver{Dir: dst}).ServeConn(ctx, rt)
+		_, err := (&transfer.Receiver{Dir: dst}).ServeConn(ctx, rt)
 		done <- err
 	}()
-	rep, err := (&Sender{}).Send(ctx, lateAckTransport{st}, plan(t, filepath.Join(src, "f")))
+	rep, err := (&transfer.Sender{}).Send(ctx, lateAckTransport{st}, plan(t, filepath.Join(src, "f")))
 	st.Close()
 	if err != nil || !rep.OK(1) {
 		t.Errorf("send: %v (report %+v), want success: every RESULT was in", err, rep)

@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 const (
@@ -16,17 +19,17 @@ const (
 	tSlotSize = 4096
 )
 
-func smallReceiver(dst string) *Receiver {
-	return &Receiver{Dir: dst, Slots: tSlots, SlotSize: tSlotSize, IdleTimeout: 5 * time.Second}
+func smallReceiver(dst string) *transfer.Receiver {
+	return &transfer.Receiver{Dir: dst, Slots: tSlots, SlotSize: tSlotSize, IdleTimeout: 5 * time.Second}
 }
 
 // breakAt breaks the connection at the sender's i-th write.
-func breakAt(i int) MemConfig {
-	return MemConfig{Faults: Faults{Write: func(n int, _ []byte) Fault {
+func breakAt(i int) transfertest.Config {
+	return transfertest.Config{Faults: transfertest.Faults{Write: func(n int, _ []byte) transfertest.Fault {
 		if n == i {
-			return Break
+			return transfertest.Break
 		}
-		return Deliver
+		return transfertest.Deliver
 	}}}
 }
 
@@ -36,14 +39,14 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
 
-	o := pair(t, smallReceiver(dst), &Sender{}, items, breakAt(10), MemConfig{})
-	if !errors.Is(o.serr, ErrPeerGone) || !errors.Is(o.rerr, ErrPeerGone) {
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(10), transfertest.Config{})
+	if !errors.Is(o.serr, transfer.ErrPeerGone) || !errors.Is(o.rerr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v; receive: %v; want ErrPeerGone on both", o.serr, o.rerr)
 	}
 	if exists(filepath.Join(dst, "f")) {
 		t.Fatal("final file exists after the sender was killed")
 	}
-	partial := filepath.Join(dst, PartialName("f"))
+	partial := filepath.Join(dst, transfer.PartialName("f"))
 	fi, err := os.Stat(partial)
 	if err != nil {
 		t.Fatalf("no partial copy kept: %v", err)
@@ -57,12 +60,12 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	if now, _, _ := o.rT.Registered(); now != 0 {
 		t.Errorf("receiver window still registered (%d bytes)", now)
 	}
-	if len(o.rrep.Files) != 1 || o.rrep.Files[0].Verified || !errors.Is(o.rrep.Files[0].Err, ErrPeerGone) {
+	if len(o.rrep.Files) != 1 || o.rrep.Files[0].Verified || !errors.Is(o.rrep.Files[0].Err, transfer.ErrPeerGone) {
 		t.Errorf("receiver report %+v", o.rrep.Files)
 	}
 
 	// Resume: only the rest moves.
-	o = pair(t, smallReceiver(dst), &Sender{Resume: true}, items, MemConfig{}, MemConfig{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -80,14 +83,14 @@ func TestResumeWithChangedSourceStartsOver(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
-	o := pair(t, smallReceiver(dst), &Sender{}, items, breakAt(5), MemConfig{})
-	if !errors.Is(o.serr, ErrPeerGone) {
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(5), transfertest.Config{})
+	if !errors.Is(o.serr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v", o.serr)
 	}
 	data[100] ^= 0xff // the prefix the receiver holds no longer matches
 	os.WriteFile(filepath.Join(src, "f"), data, 0o640)
 	items = plan(t, filepath.Join(src, "f"))
-	o = pair(t, smallReceiver(dst), &Sender{Resume: true}, items, MemConfig{}, MemConfig{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -114,8 +117,8 @@ func TestResumeEdgeCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-			dst := tree(t, t.TempDir(), map[string][]byte{PartialName("f"): tc.partial})
-			o := pair(t, smallReceiver(dst), &Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{})
+			dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): tc.partial})
+			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -133,24 +136,24 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"big": randBytes(10, 20*tSlotSize), "small": []byte("fits")})
 	dst := t.TempDir()
 	r := smallReceiver(dst)
-	r.writeFault = func(name string, off int64, n int) error {
+	transfer.SetWriteFault(r, func(name string, off int64, n int) error {
 		if name == "big" && off >= 6*tSlotSize {
 			return syscall.ENOSPC
 		}
 		return nil
-	}
-	o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), MemConfig{}, MemConfig{})
+	})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive a full disk: send %v; receive %v", o.serr, o.rerr)
 	}
 	big := o.srep.Files[0]
-	if big.Verified || !errors.Is(big.Err, ErrNoSpace) {
+	if big.Verified || !errors.Is(big.Err, transfer.ErrNoSpace) {
 		t.Errorf("big: verified=%v err=%v, want ErrNoSpace", big.Verified, big.Err)
 	}
 	if !strings.Contains(big.Err.Error(), "no space") {
 		t.Errorf("error does not say what happened: %v", big.Err)
 	}
-	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, PartialName("big"))) {
+	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, transfer.PartialName("big"))) {
 		t.Error("something left under the final or partial name after ENOSPC")
 	}
 	if !o.srep.Files[1].Verified {
@@ -164,29 +167,29 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	data := randBytes(11, 9*tSlotSize+1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-	corrupt := func(once bool) MemConfig {
+	corrupt := func(once bool) transfertest.Config {
 		done := false
-		return MemConfig{Faults: Faults{Write: func(i int, b []byte) Fault {
+		return transfertest.Config{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
 			if i == 3 && !(once && done) {
 				b[7] ^= 1
 				done = true
 			}
-			return Deliver
+			return transfertest.Deliver
 		}}}
 	}
 	dst := t.TempDir()
-	o := pair(t, smallReceiver(dst), &Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), MemConfig{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
-	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, ErrDigest) {
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrDigest) {
 		t.Errorf("corrupt data: verified=%v err=%v, want ErrDigest", f.Verified, f.Err)
 	}
-	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, PartialName("f"))) {
+	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, transfer.PartialName("f"))) {
 		t.Error("corrupt copy left behind")
 	}
 
-	o = pair(t, smallReceiver(dst), &Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), MemConfig{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -204,60 +207,60 @@ func TestInjectedFaults(t *testing.T) {
 	// Receiver messages: 0 HELLO, 1 RESUME-OFFSET, 2 WINDOW, 3.. CREDIT.
 	for _, tc := range []struct {
 		name       string
-		s, r       MemConfig
+		s, r       transfertest.Config
 		sendErr    error
 		recvErr    error
 		recvSubstr string
 	}{
 		{
 			name:    "dropped write",
-			s:       MemConfig{Faults: Faults{Write: faultAt(2, Drop)}},
-			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
+			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(2, transfertest.Drop)}},
+			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
 		},
 		{
 			name:    "reordered writes",
-			s:       MemConfig{Faults: Faults{Write: faultAt(1, Hold)}},
-			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
+			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(1, transfertest.Hold)}},
+			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
 		},
 		{
 			name:    "reordered credits",
-			r:       MemConfig{Faults: Faults{Message: faultAt(3, Hold)}},
-			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "CREDIT",
+			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(3, transfertest.Hold)}},
+			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "CREDIT",
 		},
 		{
 			name: "corrupted window key",
-			r: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+			r: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 2 {
-					b[HeaderSize+12] ^= 0xff // rkey
+					b[transfer.HeaderSize+12] ^= 0xff // rkey
 				}
-				return Deliver
+				return transfertest.Deliver
 			}}},
-			sendErr: ErrRemoteAccess, recvErr: ErrPeerGone,
+			sendErr: transfer.ErrRemoteAccess, recvErr: transfer.ErrPeerGone,
 		},
 		{
 			name: "corrupted magic",
-			s: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 { // FILE
 					b[0] ^= 0xff
 				}
-				return Deliver
+				return transfertest.Deliver
 			}}},
-			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "bad magic",
+			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "bad magic",
 		},
 		{
 			name: "corrupted message length",
-			s: MemConfig{Faults: Faults{Message: func(i int, b []byte) Fault {
+			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 {
 					b[11]++
 				}
-				return Deliver
+				return transfertest.Deliver
 			}}},
-			sendErr: ErrProtocol, recvErr: ErrProtocol, recvSubstr: "announces",
+			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "announces",
 		},
 		{
 			name:    "connection closed by receiver mid-data",
-			r:       MemConfig{Faults: Faults{Message: faultAt(4, Break)}},
-			sendErr: ErrPeerGone, recvErr: ErrPeerGone,
+			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(4, transfertest.Break)}},
+			sendErr: transfer.ErrPeerGone, recvErr: transfer.ErrPeerGone,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,7 +268,7 @@ func TestInjectedFaults(t *testing.T) {
 			dst := t.TempDir()
 			r := smallReceiver(dst)
 			r.Slots = 4
-			o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), tc.s, tc.r)
+			o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), tc.s, tc.r)
 			if !errors.Is(o.serr, tc.sendErr) {
 				t.Errorf("sender: %v, want %v", o.serr, tc.sendErr)
 			}
@@ -288,11 +291,11 @@ func TestInjectedFaults(t *testing.T) {
 func TestDelaysStillVerify(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(13, 10*tSlotSize)})
 	dst := t.TempDir()
-	slow := func(i int, _ []byte) Fault { time.Sleep(time.Millisecond); return Deliver }
-	o := pair(t, smallReceiver(dst), &Sender{},
+	slow := func(i int, _ []byte) transfertest.Fault { time.Sleep(time.Millisecond); return transfertest.Deliver }
+	o := pair(t, smallReceiver(dst), &transfer.Sender{},
 		plan(t, filepath.Join(src, "f")),
-		MemConfig{Faults: Faults{Message: slow, Write: func(i int, b []byte) Fault { return slow(i, b) }}},
-		MemConfig{Faults: Faults{Message: slow}})
+		transfertest.Config{Faults: transfertest.Faults{Message: slow, Write: func(i int, b []byte) transfertest.Fault { return slow(i, b) }}},
+		transfertest.Config{Faults: transfertest.Faults{Message: slow}})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -307,10 +310,10 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	r.IdleTimeout = 200 * time.Millisecond
 	// The sender's confirmation of a resume offset is held back forever: the
 	// receiver waits for it and gives up.
-	tree(t, dst, map[string][]byte{PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
-	s := &Sender{Resume: true, IdleTimeout: 5 * time.Second}
-	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Message: faultAt(2, Hold)}}, MemConfig{})
-	if !errors.Is(o.rerr, ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
+	tree(t, dst, map[string][]byte{transfer.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
+	s := &transfer.Sender{Resume: true, IdleTimeout: 5 * time.Second}
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, transfertest.Config{})
+	if !errors.Is(o.rerr, transfer.ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
 		t.Errorf("receiver: %v, want an idle timeout", o.rerr)
 	}
 	if o.serr == nil {
@@ -325,12 +328,12 @@ func TestSourceShrinksWhileSending(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(15, 10*tSlotSize)})
 	dst := t.TempDir()
 	p := filepath.Join(src, "f")
-	o := pair(t, smallReceiver(dst), &Sender{}, plan(t, p), MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 2 {
 			os.Truncate(p, 3*tSlotSize+10)
 		}
-		return Deliver
-	}}}, MemConfig{})
+		return transfertest.Deliver
+	}}}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -338,7 +341,7 @@ func TestSourceShrinksWhileSending(t *testing.T) {
 	if f.Verified || f.Err == nil || !strings.Contains(f.Err.Error(), "shrink") {
 		t.Errorf("verified=%v err=%v, want a read error about shrinking", f.Verified, f.Err)
 	}
-	if r := o.rrep.Files[0]; !errors.Is(r.Err, ErrAborted) {
+	if r := o.rrep.Files[0]; !errors.Is(r.Err, transfer.ErrAborted) {
 		t.Errorf("receiver: %v, want ErrAborted", r.Err)
 	}
 	if exists(filepath.Join(dst, "f")) {
@@ -351,30 +354,30 @@ func TestSenderCancelled(t *testing.T) {
 	dst := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, rt := MemPipe(MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+	st, rt := transfertest.Pipe(transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 7 {
 			cancel()
 		}
-		return Deliver
-	}}}, MemConfig{})
+		return transfertest.Deliver
+	}}}, transfertest.Config{})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := smallReceiver(dst).ServeConn(context.Background(), rt)
 		rt.Close()
 		errc <- err
 	}()
-	_, err := (&Sender{}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
+	_, err := (&transfer.Sender{}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
 	st.Close() // what rdmacp does on Ctrl-C
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("sender: %v, want context.Canceled", err)
 	}
-	if err := <-errc; !errors.Is(err, ErrPeerGone) {
+	if err := <-errc; !errors.Is(err, transfer.ErrPeerGone) {
 		t.Errorf("receiver: %v, want ErrPeerGone", err)
 	}
 	if exists(filepath.Join(dst, "f")) {
 		t.Error("final file exists")
 	}
-	if !exists(filepath.Join(dst, PartialName("f"))) {
+	if !exists(filepath.Join(dst, transfer.PartialName("f"))) {
 		t.Error("partial copy not kept for --resume")
 	}
 }

@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"bytes"
@@ -12,93 +12,96 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // seeds are valid messages of every type.
-func seeds() []Message {
-	var d [DigestSize]byte
+func seeds() []transfer.Message {
+	var d [transfer.DigestSize]byte
 	d[3] = 9
-	return []Message{
-		&Hello{Role: RoleSender, Flags: HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
-		&Hello{Role: RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096},
-		&Auth{MAC: d},
-		&File{ID: 1, Kind: KindFile, Flags: FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
-		&File{ID: 2, Kind: KindDir, Mode: 0o700, Name: "dir"},
-		&Window{ID: 3, Slots: 4, SlotSize: 4096, RKey: 7, Addr: 1 << 40},
-		&ResumeOffset{ID: 4, Offset: 99, Digest: d},
-		&Credit{ID: 5, Consumed: 3},
-		&Done{ID: 6, Chunks: 2, Digest: d},
-		&Result{ID: 7, Code: CodeDigest, Digest: d, Text: "mismatch ü"},
-		&ErrorMsg{Code: CodeProtocol, Text: "bad"},
-		&Bye{},
+	return []transfer.Message{
+		&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
+		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096},
+		&transfer.Auth{MAC: d},
+		&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
+		&transfer.File{ID: 2, Kind: transfer.KindDir, Mode: 0o700, Name: "dir"},
+		&transfer.Window{ID: 3, Slots: 4, SlotSize: 4096, RKey: 7, Addr: 1 << 40},
+		&transfer.ResumeOffset{ID: 4, Offset: 99, Digest: d},
+		&transfer.Credit{ID: 5, Consumed: 3},
+		&transfer.Done{ID: 6, Chunks: 2, Digest: d},
+		&transfer.Result{ID: 7, Code: transfer.CodeDigest, Digest: d, Text: "mismatch ü"},
+		&transfer.ErrorMsg{Code: transfer.CodeProtocol, Text: "bad"},
+		&transfer.Bye{},
 	}
 }
 
 // checkCanonical: whatever a decoder accepts re-encodes to the same bytes
 // (so there is one encoding per message, and the encoder never produces
 // what the decoder rejects).
-func checkCanonical(t *testing.T, b []byte, m Message) {
+func checkCanonical(t *testing.T, b []byte, m transfer.Message) {
 	t.Helper()
-	again, err := Encode(m)
+	again, err := transfer.Encode(m)
 	if err != nil {
 		t.Fatalf("decoded %+v does not encode: %v", m, err)
 	}
 	if !bytes.Equal(again, b) {
 		t.Fatalf("not canonical:\n in  %x\n out %x", b, again)
 	}
-	if len(b) > MaxMessageSize {
+	if len(b) > transfer.MaxMessageSize {
 		t.Fatalf("accepted %d bytes > MaxMessageSize", len(b))
 	}
 }
 
 func FuzzDecode(f *testing.F) {
 	for _, m := range seeds() {
-		b, _ := Encode(m)
+		b, _ := transfer.Encode(m)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := Decode(b)
+		m, err := transfer.Decode(b)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || (e.Code != CodeProtocol && e.Code != CodeVersion) {
+			var e *transfer.Error
+			if !errors.As(err, &e) || (e.Code != transfer.CodeProtocol && e.Code != transfer.CodeVersion) {
 				t.Fatalf("error %v is not a protocol/version *Error", err)
 			}
 			return
 		}
 		checkCanonical(t, b, m)
-		if f, ok := m.(*File); ok {
+		if f, ok := m.(*transfer.File); ok {
 			checkSafeName(t, f.Name)
 		}
 	})
 }
 
 func FuzzDecodeHeader(f *testing.F) {
-	b, _ := Encode(&Bye{})
+	b, _ := transfer.Encode(&transfer.Bye{})
 	f.Add(b)
-	f.Add(header(MsgFile, MaxPayload+1))
+	f.Add(header(transfer.MsgFile, transfer.MaxPayload+1))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := DecodeHeader(b)
+		h, err := transfer.DecodeHeader(b)
 		if err != nil {
 			return
 		}
-		if h.Magic != Magic || h.Version != WireVersion || h.Length > MaxPayload || len(b) < HeaderSize {
+		if h.Magic != transfer.Magic || h.Version != transfer.WireVersion || h.Length > transfer.MaxPayload || len(b) < transfer.HeaderSize {
 			t.Fatalf("accepted header %+v", h)
 		}
 	})
 }
 
 // fuzzPayload fuzzes one payload decoder.
-func fuzzPayload[M Message](f *testing.F, typ MsgType, decode func([]byte) (M, error)) {
+func fuzzPayload[M transfer.Message](f *testing.F, typ transfer.MsgType, decode func([]byte) (M, error)) {
 	for _, m := range seeds() {
 		if m.Type() == typ {
-			b, _ := Encode(m)
-			f.Add(b[HeaderSize:])
+			b, _ := transfer.Encode(m)
+			f.Add(b[transfer.HeaderSize:])
 		}
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		m, err := decode(p)
 		if err != nil {
-			if !errors.Is(err, ErrProtocol) {
+			if !errors.Is(err, transfer.ErrProtocol) {
 				t.Fatalf("error %v is not a protocol error", err)
 			}
 			return
@@ -108,16 +111,18 @@ func fuzzPayload[M Message](f *testing.F, typ MsgType, decode func([]byte) (M, e
 	})
 }
 
-func FuzzDecodeHello(f *testing.F)        { fuzzPayload(f, MsgHello, DecodeHello) }
-func FuzzDecodeAuth(f *testing.F)         { fuzzPayload(f, MsgAuth, DecodeAuth) }
-func FuzzDecodeFile(f *testing.F)         { fuzzPayload(f, MsgFile, DecodeFile) }
-func FuzzDecodeWindow(f *testing.F)       { fuzzPayload(f, MsgWindow, DecodeWindow) }
-func FuzzDecodeResumeOffset(f *testing.F) { fuzzPayload(f, MsgResumeOffset, DecodeResumeOffset) }
-func FuzzDecodeCredit(f *testing.F)       { fuzzPayload(f, MsgCredit, DecodeCredit) }
-func FuzzDecodeDone(f *testing.F)         { fuzzPayload(f, MsgDone, DecodeDone) }
-func FuzzDecodeResult(f *testing.F)       { fuzzPayload(f, MsgResult, DecodeResult) }
-func FuzzDecodeError(f *testing.F)        { fuzzPayload(f, MsgError, DecodeError) }
-func FuzzDecodeBye(f *testing.F)          { fuzzPayload(f, MsgBye, DecodeBye) }
+func FuzzDecodeHello(f *testing.F)  { fuzzPayload(f, transfer.MsgHello, transfer.DecodeHello) }
+func FuzzDecodeAuth(f *testing.F)   { fuzzPayload(f, transfer.MsgAuth, transfer.DecodeAuth) }
+func FuzzDecodeFile(f *testing.F)   { fuzzPayload(f, transfer.MsgFile, transfer.DecodeFile) }
+func FuzzDecodeWindow(f *testing.F) { fuzzPayload(f, transfer.MsgWindow, transfer.DecodeWindow) }
+func FuzzDecodeResumeOffset(f *testing.F) {
+	fuzzPayload(f, transfer.MsgResumeOffset, transfer.DecodeResumeOffset)
+}
+func FuzzDecodeCredit(f *testing.F) { fuzzPayload(f, transfer.MsgCredit, transfer.DecodeCredit) }
+func FuzzDecodeDone(f *testing.F)   { fuzzPayload(f, transfer.MsgDone, transfer.DecodeDone) }
+func FuzzDecodeResult(f *testing.F) { fuzzPayload(f, transfer.MsgResult, transfer.DecodeResult) }
+func FuzzDecodeError(f *testing.F)  { fuzzPayload(f, transfer.MsgError, transfer.DecodeError) }
+func FuzzDecodeBye(f *testing.F)    { fuzzPayload(f, transfer.MsgBye, transfer.DecodeBye) }
 
 // checkSafeName: an accepted name stays inside any directory it is joined to.
 func checkSafeName(t *testing.T, name string) {
@@ -126,21 +131,21 @@ func checkSafeName(t *testing.T, name string) {
 		t.Fatalf("CheckName accepted %q", name)
 	}
 	for c := range strings.SplitSeq(name, "/") {
-		if c == ".." || c == "." || c == "" || len(c) > MaxComponentLen {
+		if c == ".." || c == "." || c == "" || len(c) > transfer.MaxComponentLen {
 			t.Fatalf("CheckName accepted %q (component %q)", name, c)
 		}
 	}
-	if len(path.Base(PartialName(name))) > 255 {
+	if len(path.Base(transfer.PartialName(name))) > 255 {
 		t.Fatalf("partial name of %q exceeds NAME_MAX", name)
 	}
 }
 
 func FuzzCheckName(f *testing.F) {
-	for _, s := range []string{"a", "a/b", "../x", "/abs", "a//b", ".", "x" + PartialSuffix, strings.Repeat("y", 240)} {
+	for _, s := range []string{"a", "a/b", "../x", "/abs", "a//b", ".", "x" + transfer.PartialSuffix, strings.Repeat("y", 240)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if CheckName(name) == nil {
+		if transfer.CheckName(name) == nil {
 			checkSafeName(t, name)
 		}
 	})
@@ -156,26 +161,26 @@ func FuzzCheckName(f *testing.F) {
 // 4-byte length), any other a control message sent as is.
 func FuzzReceiver(f *testing.F) {
 	rec := func(b []byte) []byte { return append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...) }
-	msg := func(m Message) []byte { b, _ := Encode(m); return rec(b) }
+	msg := func(m transfer.Message) []byte { b, _ := transfer.Encode(m); return rec(b) }
 	write := func(imm uint32, n uint32) []byte {
 		b := []byte{0xff}
 		b = binary.BigEndian.AppendUint32(b, imm)
 		return rec(binary.BigEndian.AppendUint32(b, n))
 	}
 	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	f.Add(join(msg(&File{ID: 1, Kind: KindFile, Size: 5, Name: "f"}), write(0, 5), msg(&Done{ID: 1, Chunks: 1}), msg(&Bye{})))
-	f.Add(join(msg(&File{ID: 1, Kind: KindDir, Mode: 0o755, Name: "d"}), msg(&File{ID: 2, Kind: KindFile, Name: "d/e"}), msg(&Done{ID: 2}), msg(&Bye{})))
-	f.Add(join(msg(&File{ID: 1, Kind: KindFile, Flags: FileResume, Size: 9000, Name: "p"}), msg(&ResumeOffset{ID: 1}), write(0, 4096), write(EncodeImm(1, 1), 4096)))
-	f.Add(join(msg(&Credit{ID: 1, Consumed: 1})))
+	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 5, Name: "f"}), write(0, 5), msg(&transfer.Done{ID: 1, Chunks: 1}), msg(&transfer.Bye{})))
+	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Mode: 0o755, Name: "d"}), msg(&transfer.File{ID: 2, Kind: transfer.KindFile, Name: "d/e"}), msg(&transfer.Done{ID: 2}), msg(&transfer.Bye{})))
+	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Size: 9000, Name: "p"}), msg(&transfer.ResumeOffset{ID: 1}), write(0, 4096), write(transfer.EncodeImm(1, 1), 4096)))
+	f.Add(join(msg(&transfer.Credit{ID: 1, Consumed: 1})))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		outer := t.TempDir()
 		dst := filepath.Join(outer, "dst")
 		os.Mkdir(dst, 0o755)
-		os.WriteFile(filepath.Join(dst, PartialName("p")), []byte("partial"), 0o600)
+		os.WriteFile(filepath.Join(dst, transfer.PartialName("p")), []byte("partial"), 0o600)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, rt := MemPipe(MemConfig{MaxSlots: 4}, MemConfig{MaxSlots: 4})
-		r := &Receiver{Dir: dst, Slots: 2, SlotSize: 4096, IdleTimeout: 50 * time.Millisecond}
+		st, rt := transfertest.Pipe(transfertest.Config{MaxSlots: 4}, transfertest.Config{MaxSlots: 4})
+		r := &transfer.Receiver{Dir: dst, Slots: 2, SlotSize: 4096, IdleTimeout: 50 * time.Millisecond}
 		done := make(chan error, 1)
 		go func() {
 			_, err := r.ServeConn(ctx, rt)
@@ -190,7 +195,7 @@ func FuzzReceiver(f *testing.F) {
 			}
 		}()
 		p := &rawPeer{t: t, tr: st, ctx: ctx}
-		p.send(&Hello{Role: RoleSender, MinVersion: 1, MaxVersion: 1})
+		p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
 		for len(in) >= 2 {
 			n := int(binary.BigEndian.Uint16(in))
 			in = in[2:]
@@ -202,7 +207,7 @@ func FuzzReceiver(f *testing.F) {
 			var err error
 			if len(b) == 9 && b[0] == 0xff {
 				err = p.imm(binary.BigEndian.Uint32(b[1:]), int(binary.BigEndian.Uint32(b[5:])))
-			} else if len(b) <= MaxMessageSize {
+			} else if len(b) <= transfer.MaxMessageSize {
 				err = st.Send(ctx, b)
 			}
 			if err != nil {
@@ -228,7 +233,7 @@ func FuzzReceiver(f *testing.F) {
 			if strings.HasPrefix(rel, "..") {
 				t.Fatalf("file outside the destination: %s", q)
 			}
-			if strings.HasSuffix(q, PartialSuffix) {
+			if strings.HasSuffix(q, transfer.PartialSuffix) {
 				return nil
 			}
 			if fi, _ := d.Info(); fi != nil && fi.Size() != 0 {

@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"bytes"
@@ -11,24 +11,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
-// pair runs r on one end of a MemPipe and s on the other, and returns both
+// pair runs r on one end of a transfertest.Pipe and s on the other, and returns both
 // outcomes. The sender's end is closed after Send, as rdmacp does.
 type outcome struct {
-	srep *Report
+	srep *transfer.Report
 	serr error
-	rrep *ConnReport
+	rrep *transfer.ConnReport
 	rerr error
-	sT   *MemTransport
-	rT   *MemTransport
+	sT   *transfertest.Transport
+	rT   *transfertest.Transport
 }
 
-func pair(t *testing.T, r *Receiver, s *Sender, items []Item, scfg, rcfg MemConfig) outcome {
+func pair(t *testing.T, r *transfer.Receiver, s *transfer.Sender, items []transfer.Item, scfg, rcfg transfertest.Config) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, rt := MemPipe(scfg, rcfg)
+	st, rt := transfertest.Pipe(scfg, rcfg)
 	var o outcome
 	o.sT, o.rT = st, rt
 	done := make(chan struct{})
@@ -71,9 +74,9 @@ func randBytes(seed uint64, n int) []byte {
 	return b[:n:n]
 }
 
-func plan(t *testing.T, paths ...string) []Item {
+func plan(t *testing.T, paths ...string) []transfer.Item {
 	t.Helper()
-	items, skipped, err := Plan(paths...)
+	items, skipped, err := transfer.Plan(paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,14 +138,14 @@ func sameTree(t *testing.T, src, dst string) {
 func noPartials(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, PartialSuffix) {
+		if err == nil && strings.HasSuffix(p, transfer.PartialSuffix) {
 			t.Errorf("partial copy left: %s", p)
 		}
 		return nil
 	})
 }
 
-func allVerified(t *testing.T, rep *Report, n int) {
+func allVerified(t *testing.T, rep *transfer.Report, n int) {
 	t.Helper()
 	if rep == nil {
 		t.Fatal("no report")
@@ -164,11 +167,11 @@ func exists(p string) bool {
 
 // faultAt is a Faults hook that does f to the n-th message or write (from 0)
 // and delivers the others.
-func faultAt(n int, f Fault) func(int, []byte) Fault {
-	return func(i int, _ []byte) Fault {
+func faultAt(n int, f transfertest.Fault) func(int, []byte) transfertest.Fault {
+	return func(i int, _ []byte) transfertest.Fault {
 		if i == n {
 			return f
 		}
-		return Deliver
+		return transfertest.Deliver
 	}
 }

@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"context"
@@ -10,20 +10,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // rawPeer speaks the protocol by hand to a Receiver, to send it what a
 // correct sender never would.
 type rawPeer struct {
 	t   *testing.T
-	tr  *MemTransport
+	tr  *transfertest.Transport
 	ctx context.Context
 }
 
 func (p *rawPeer) sendRaw(b []byte) error { return p.tr.Send(p.ctx, b) }
 
-func (p *rawPeer) send(m Message) error {
-	b, err := Encode(m)
+func (p *rawPeer) send(m transfer.Message) error {
+	b, err := transfer.Encode(m)
 	if err != nil {
 		p.t.Fatalf("encode %v: %v", m.Type(), err)
 	}
@@ -33,10 +36,10 @@ func (p *rawPeer) send(m Message) error {
 // imm queues the notice of a write that carried no data: what a
 // misbehaving peer's write looks like to the receiver's loop.
 func (p *rawPeer) imm(imm uint32, n int) error {
-	return p.tr.push(p.ctx, memItem{write: true, imm: imm, n: n})
+	return p.tr.InjectWrite(p.ctx, imm, n)
 }
 
-func (p *rawPeer) recv() (Message, error) {
+func (p *rawPeer) recv() (transfer.Message, error) {
 	a, err := p.tr.Receive(p.ctx)
 	if err != nil {
 		return nil, err
@@ -44,10 +47,10 @@ func (p *rawPeer) recv() (Message, error) {
 	if a.Write {
 		p.t.Fatalf("receiver wrote to the sender")
 	}
-	return Decode(a.Msg)
+	return transfer.Decode(a.Msg)
 }
 
-func (p *rawPeer) expect(want MsgType) Message {
+func (p *rawPeer) expect(want transfer.MsgType) transfer.Message {
 	p.t.Helper()
 	m, err := p.recv()
 	if err != nil {
@@ -59,33 +62,33 @@ func (p *rawPeer) expect(want MsgType) Message {
 	return m
 }
 
-func (p *rawPeer) hello() *Hello {
+func (p *rawPeer) hello() *transfer.Hello {
 	p.t.Helper()
-	p.send(&Hello{Role: RoleSender, MinVersion: 1, MaxVersion: 1})
-	return p.expect(MsgHello).(*Hello)
+	p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
+	return p.expect(transfer.MsgHello).(*transfer.Hello)
 }
 
 // startFile announces a file and returns the window (nil when there is no
 // data).
-func (p *rawPeer) startFile(id uint32, name string, size uint64) *Window {
+func (p *rawPeer) startFile(id uint32, name string, size uint64) *transfer.Window {
 	p.t.Helper()
-	p.send(&File{ID: id, Kind: KindFile, Mode: 0o644, Size: size, Name: name})
-	p.expect(MsgResumeOffset)
+	p.send(&transfer.File{ID: id, Kind: transfer.KindFile, Mode: 0o644, Size: size, Name: name})
+	p.expect(transfer.MsgResumeOffset)
 	if size == 0 {
 		return nil
 	}
-	return p.expect(MsgWindow).(*Window)
+	return p.expect(transfer.MsgWindow).(*transfer.Window)
 }
 
 // errorMsg reads until the receiver's ERROR and returns it.
-func (p *rawPeer) errorMsg() *ErrorMsg {
+func (p *rawPeer) errorMsg() *transfer.ErrorMsg {
 	p.t.Helper()
 	for range 100 {
 		m, err := p.recv()
 		if err != nil {
 			p.t.Fatalf("no ERROR before the connection ended: %v", err)
 		}
-		if e, ok := m.(*ErrorMsg); ok {
+		if e, ok := m.(*transfer.ErrorMsg); ok {
 			return e
 		}
 	}
@@ -93,15 +96,15 @@ func (p *rawPeer) errorMsg() *ErrorMsg {
 	return nil
 }
 
-func header(typ MsgType, length uint32) []byte {
-	b := binary.BigEndian.AppendUint32(nil, Magic)
-	b = binary.BigEndian.AppendUint16(b, WireVersion)
+func header(typ transfer.MsgType, length uint32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, transfer.Magic)
+	b = binary.BigEndian.AppendUint16(b, transfer.WireVersion)
 	b = binary.BigEndian.AppendUint16(b, uint16(typ))
 	return binary.BigEndian.AppendUint32(b, length)
 }
 
-func enc(t *testing.T, m Message) []byte {
-	b, err := Encode(m)
+func enc(t *testing.T, m transfer.Message) []byte {
+	b, err := transfer.Encode(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func enc(t *testing.T, m Message) []byte {
 func TestMalformedRejected(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
-	ln := NewMemListener()
+	ln := transfertest.NewListener()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -122,7 +125,7 @@ func TestMalformedRejected(t *testing.T) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		r.Serve(ctx, ln, func(_ *ConnReport, err error) {
+		r.Serve(ctx, ln, func(_ *transfer.ConnReport, err error) {
 			mu.Lock()
 			connErrs = append(connErrs, err)
 			mu.Unlock()
@@ -132,79 +135,79 @@ func TestMalformedRejected(t *testing.T) {
 	type step func(p *rawPeer)
 	hello := func(p *rawPeer) { p.hello() }
 	raw := func(b []byte) step { return func(p *rawPeer) { p.sendRaw(b) } }
-	msg := func(m Message) step { return func(p *rawPeer) { p.send(m) } }
+	msg := func(m transfer.Message) step { return func(p *rawPeer) { p.send(m) } }
 	window := func(p *rawPeer) { p.startFile(1, "f", 3*tSlotSize) }
-	goodHello := enc(t, &Hello{Role: RoleSender, MinVersion: 1, MaxVersion: 1})
+	goodHello := enc(t, &transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
 	cases := []struct {
 		name  string
 		steps []step
-		code  Code
+		code  transfer.Code
 		text  string
 	}{
-		{"empty message", []step{raw(nil)}, CodeProtocol, "shorter than the 12-byte header"},
-		{"bad magic", []step{raw(append([]byte("XXXX"), goodHello[4:]...))}, CodeProtocol, "bad magic"},
-		{"wire version 2", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[5] = 2; return b }())}, CodeVersion, "wire format version 2"},
-		{"oversized length", []step{raw(append(header(MsgHello, 5000), make([]byte, 100)...))}, CodeProtocol, "exceeds"},
-		{"truncated payload", []step{raw(goodHello[:30])}, CodeProtocol, "announces 48 payload bytes, got 18"},
-		{"trailing bytes", []step{raw(append(header(MsgHello, 49), append(goodHello[12:], 0)...))}, CodeProtocol, "payload is 49 bytes, want 48"},
-		{"unknown type", []step{raw(header(99, 0))}, CodeProtocol, "unknown type 99"},
-		{"FILE before HELLO", []step{msg(&File{ID: 1, Kind: KindDir, Name: "d"})}, CodeProtocol, "unexpected FILE before HELLO"},
-		{"data before HELLO", []step{func(p *rawPeer) { p.imm(0, 10) }}, CodeProtocol, "unexpected data write before HELLO"},
-		{"HELLO from a receiver", []step{msg(&Hello{Role: RoleReceiver, MinVersion: 1, MaxVersion: 1})}, CodeProtocol, "HELLO from a receiver"},
-		{"no common version", []step{msg(&Hello{Role: RoleSender, MinVersion: 2, MaxVersion: 5})}, CodeVersion, "versions 2..5"},
-		{"HELLO reserved bits", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[HeaderSize+7] = 1; return b }())}, CodeProtocol, "reserved field"},
-		{"second HELLO", []step{hello, raw(goodHello)}, CodeProtocol, "unexpected HELLO while waiting for FILE or BYE"},
-		{"AUTH unasked", []step{hello, msg(&Auth{})}, CodeProtocol, "unexpected AUTH"},
-		{"WINDOW from the sender", []step{hello, msg(&Window{ID: 1, Slots: 1, SlotSize: 1})}, CodeProtocol, "unexpected WINDOW"},
-		{"CREDIT from the sender", []step{hello, msg(&Credit{ID: 1, Consumed: 1})}, CodeProtocol, "unexpected CREDIT"},
-		{"DONE outside a transfer", []step{hello, msg(&Done{ID: 1})}, CodeProtocol, "unexpected DONE"},
-		{"RESULT from the sender", []step{hello, msg(&Result{ID: 1})}, CodeProtocol, "unexpected RESULT"},
-		{"data outside a transfer", []step{hello, func(p *rawPeer) { p.imm(0, 1) }}, CodeProtocol, "unexpected data write while waiting for FILE"},
-		{"parent traversal", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: "../escape"})}, CodeProtocol, `".." component`},
-		{"inner traversal", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: "a/../../escape"})}, CodeProtocol, `".." component`},
-		{"absolute name", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: "/etc/passwd"})}, CodeProtocol, "is absolute"},
-		{"NUL in name", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: "a\x00b"})}, CodeProtocol, "control character"},
-		{"partial-suffix name", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: ".x" + PartialSuffix})}, CodeProtocol, "reserved for partial"},
-		{"empty component", []step{hello, msg(&File{ID: 1, Kind: KindFile, Name: "a//b"})}, CodeProtocol, "empty component"},
+		{"empty message", []step{raw(nil)}, transfer.CodeProtocol, "shorter than the 12-byte header"},
+		{"bad magic", []step{raw(append([]byte("XXXX"), goodHello[4:]...))}, transfer.CodeProtocol, "bad magic"},
+		{"wire version 2", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[5] = 2; return b }())}, transfer.CodeVersion, "wire format version 2"},
+		{"oversized length", []step{raw(append(header(transfer.MsgHello, 5000), make([]byte, 100)...))}, transfer.CodeProtocol, "exceeds"},
+		{"truncated payload", []step{raw(goodHello[:30])}, transfer.CodeProtocol, "announces 48 payload bytes, got 18"},
+		{"trailing bytes", []step{raw(append(header(transfer.MsgHello, 49), append(goodHello[12:], 0)...))}, transfer.CodeProtocol, "payload is 49 bytes, want 48"},
+		{"unknown type", []step{raw(header(99, 0))}, transfer.CodeProtocol, "unknown type 99"},
+		{"FILE before HELLO", []step{msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Name: "d"})}, transfer.CodeProtocol, "unexpected FILE before HELLO"},
+		{"data before HELLO", []step{func(p *rawPeer) { p.imm(0, 10) }}, transfer.CodeProtocol, "unexpected data write before HELLO"},
+		{"HELLO from a receiver", []step{msg(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1})}, transfer.CodeProtocol, "HELLO from a receiver"},
+		{"no common version", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 2, MaxVersion: 5})}, transfer.CodeVersion, "versions 2..5"},
+		{"HELLO reserved bits", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[transfer.HeaderSize+7] = 1; return b }())}, transfer.CodeProtocol, "reserved field"},
+		{"second HELLO", []step{hello, raw(goodHello)}, transfer.CodeProtocol, "unexpected HELLO while waiting for FILE or BYE"},
+		{"AUTH unasked", []step{hello, msg(&transfer.Auth{})}, transfer.CodeProtocol, "unexpected AUTH"},
+		{"WINDOW from the sender", []step{hello, msg(&transfer.Window{ID: 1, Slots: 1, SlotSize: 1})}, transfer.CodeProtocol, "unexpected WINDOW"},
+		{"CREDIT from the sender", []step{hello, msg(&transfer.Credit{ID: 1, Consumed: 1})}, transfer.CodeProtocol, "unexpected CREDIT"},
+		{"DONE outside a transfer", []step{hello, msg(&transfer.Done{ID: 1})}, transfer.CodeProtocol, "unexpected DONE"},
+		{"RESULT from the sender", []step{hello, msg(&transfer.Result{ID: 1})}, transfer.CodeProtocol, "unexpected RESULT"},
+		{"data outside a transfer", []step{hello, func(p *rawPeer) { p.imm(0, 1) }}, transfer.CodeProtocol, "unexpected data write while waiting for FILE"},
+		{"parent traversal", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: "../escape"})}, transfer.CodeProtocol, `".." component`},
+		{"inner traversal", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: "a/../../escape"})}, transfer.CodeProtocol, `".." component`},
+		{"absolute name", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: "/etc/passwd"})}, transfer.CodeProtocol, "is absolute"},
+		{"NUL in name", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: "a\x00b"})}, transfer.CodeProtocol, "control character"},
+		{"partial-suffix name", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: ".x" + transfer.PartialSuffix})}, transfer.CodeProtocol, "reserved for partial"},
+		{"empty component", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Name: "a//b"})}, transfer.CodeProtocol, "empty component"},
 		{"oversized name", []step{hello, raw(func() []byte {
-			b := enc(t, &File{ID: 1, Kind: KindFile, Name: "n"})
-			b = append(b, strings.Repeat("n", MaxNameLen)...)
-			binary.BigEndian.PutUint32(b[8:], uint32(len(b)-HeaderSize))
-			binary.BigEndian.PutUint16(b[HeaderSize+6:], uint16(MaxNameLen+1))
+			b := enc(t, &transfer.File{ID: 1, Kind: transfer.KindFile, Name: "n"})
+			b = append(b, strings.Repeat("n", transfer.MaxNameLen)...)
+			binary.BigEndian.PutUint32(b[8:], uint32(len(b)-transfer.HeaderSize))
+			binary.BigEndian.PutUint16(b[transfer.HeaderSize+6:], uint16(transfer.MaxNameLen+1))
 			return b
-		}())}, CodeProtocol, "exceeds 1024"},
-		{"transfer id 0", []step{hello, msg(&File{ID: 0, Kind: KindFile, Name: "f"})}, CodeProtocol, "transfer id 0"},
-		{"mode with type bits", []step{hello, msg(&File{ID: 1, Kind: KindFile, Mode: 0o170644, Name: "f"})}, CodeProtocol, "bits other than permissions"},
-		{"directory with a size", []step{hello, msg(&File{ID: 1, Kind: KindDir, Size: 5, Name: "d"})}, CodeProtocol, "directory with a size"},
+		}())}, transfer.CodeProtocol, "exceeds 1024"},
+		{"transfer id 0", []step{hello, msg(&transfer.File{ID: 0, Kind: transfer.KindFile, Name: "f"})}, transfer.CodeProtocol, "transfer id 0"},
+		{"mode with type bits", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Mode: 0o170644, Name: "f"})}, transfer.CodeProtocol, "bits other than permissions"},
+		{"directory with a size", []step{hello, msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Size: 5, Name: "d"})}, transfer.CodeProtocol, "directory with a size"},
 		{"ids must increase", []step{hello, func(p *rawPeer) {
-			p.send(&File{ID: 7, Kind: KindDir, Mode: 0o755, Name: "d"})
-			p.expect(MsgResult)
-			p.send(&File{ID: 7, Kind: KindDir, Mode: 0o755, Name: "e"})
-		}}, CodeProtocol, "ids must increase"},
-		{"write to the wrong slot", []step{hello, window, func(p *rawPeer) { p.imm(EncodeImm(1, 0), tSlotSize) }}, CodeProtocol, "expected slot 0 sequence 0"},
-		{"write with a wrong length", []step{hello, window, func(p *rawPeer) { p.imm(EncodeImm(0, 0), 10) }}, CodeProtocol, "of 10 bytes for chunk 0, expected 4096"},
+			p.send(&transfer.File{ID: 7, Kind: transfer.KindDir, Mode: 0o755, Name: "d"})
+			p.expect(transfer.MsgResult)
+			p.send(&transfer.File{ID: 7, Kind: transfer.KindDir, Mode: 0o755, Name: "e"})
+		}}, transfer.CodeProtocol, "ids must increase"},
+		{"write to the wrong slot", []step{hello, window, func(p *rawPeer) { p.imm(transfer.EncodeImm(1, 0), tSlotSize) }}, transfer.CodeProtocol, "expected slot 0 sequence 0"},
+		{"write with a wrong length", []step{hello, window, func(p *rawPeer) { p.imm(transfer.EncodeImm(0, 0), 10) }}, transfer.CodeProtocol, "of 10 bytes for chunk 0, expected 4096"},
 		{"too many writes", []step{hello, window, func(p *rawPeer) {
 			for i := range 4 {
-				p.imm(EncodeImm(i%3, uint64(i)), tSlotSize)
+				p.imm(transfer.EncodeImm(i%3, uint64(i)), tSlotSize)
 			}
-		}}, CodeProtocol, "beyond the 3 chunks"},
+		}}, transfer.CodeProtocol, "beyond the 3 chunks"},
 		{"DONE short of chunks", []step{hello, window, func(p *rawPeer) {
-			p.imm(EncodeImm(0, 0), tSlotSize)
-			p.send(&Done{ID: 1, Chunks: 1})
-		}}, CodeProtocol, "1 arrived, 3 expected"},
-		{"DONE of another transfer", []step{hello, window, msg(&Done{ID: 2})}, CodeProtocol, "unexpected DONE during the data of transfer 1"},
-		{"FILE during data", []step{hello, window, msg(&File{ID: 2, Kind: KindDir, Name: "d"})}, CodeProtocol, "unexpected FILE during the data"},
-		{"BYE during data", []step{hello, window, msg(&Bye{})}, CodeProtocol, "unexpected BYE during the data"},
+			p.imm(transfer.EncodeImm(0, 0), tSlotSize)
+			p.send(&transfer.Done{ID: 1, Chunks: 1})
+		}}, transfer.CodeProtocol, "1 arrived, 3 expected"},
+		{"DONE of another transfer", []step{hello, window, msg(&transfer.Done{ID: 2})}, transfer.CodeProtocol, "unexpected DONE during the data of transfer 1"},
+		{"FILE during data", []step{hello, window, msg(&transfer.File{ID: 2, Kind: transfer.KindDir, Name: "d"})}, transfer.CodeProtocol, "unexpected FILE during the data"},
+		{"BYE during data", []step{hello, window, msg(&transfer.Bye{})}, transfer.CodeProtocol, "unexpected BYE during the data"},
 		{"RESUME-OFFSET unconfirmed", []step{hello, func(p *rawPeer) {
-			os.WriteFile(filepath.Join(dst, PartialName("r")), []byte("abc"), 0o600)
-			p.send(&File{ID: 1, Kind: KindFile, Flags: FileResume, Mode: 0o644, Size: 10, Name: "r"})
-			p.expect(MsgResumeOffset)
-			p.send(&ResumeOffset{ID: 1, Offset: 2})
-		}}, CodeProtocol, "does not confirm the offered 3"},
+			os.WriteFile(filepath.Join(dst, transfer.PartialName("r")), []byte("abc"), 0o600)
+			p.send(&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Mode: 0o644, Size: 10, Name: "r"})
+			p.expect(transfer.MsgResumeOffset)
+			p.send(&transfer.ResumeOffset{ID: 1, Offset: 2})
+		}}, transfer.CodeProtocol, "does not confirm the offered 3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := ln.Dial(ctx, MemConfig{})
+			tr, err := ln.Dial(ctx, transfertest.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +220,7 @@ func TestMalformedRejected(t *testing.T) {
 			if e.Code != tc.code || !strings.Contains(e.Text, tc.text) {
 				t.Errorf("ERROR %v %q, want %v containing %q", e.Code, e.Text, tc.code, tc.text)
 			}
-			if _, err := p.recv(); !errors.Is(err, ErrPeerGone) {
+			if _, err := p.recv(); !errors.Is(err, transfer.ErrPeerGone) {
 				t.Errorf("connection not ended after ERROR: %v", err)
 			}
 		})
@@ -226,16 +229,16 @@ func TestMalformedRejected(t *testing.T) {
 	// Nothing arrived anywhere, and the receiver still serves.
 	entries, _ := os.ReadDir(dst)
 	for _, e := range entries {
-		if e.Name() != PartialName("f") && e.Name() != PartialName("r") && e.Name() != "d" {
+		if e.Name() != transfer.PartialName("f") && e.Name() != transfer.PartialName("r") && e.Name() != "d" {
 			t.Errorf("unexpected %s in the destination", e.Name())
 		}
 	}
 	src := tree(t, t.TempDir(), map[string][]byte{"good": randBytes(20, 3*tSlotSize)})
-	tr, err := ln.Dial(ctx, MemConfig{})
+	tr, err := ln.Dial(ctx, transfertest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := (&Sender{}).Send(ctx, tr, plan(t, filepath.Join(src, "good")))
+	rep, err := (&transfer.Sender{}).Send(ctx, tr, plan(t, filepath.Join(src, "good")))
 	tr.Close()
 	if err != nil {
 		t.Fatalf("after %d bad connections: %v", len(cases), err)

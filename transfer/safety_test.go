@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // Symbolic links in the destination cannot take a write outside it.
@@ -18,11 +21,11 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	victim := filepath.Join(outside, "victim")
 	os.WriteFile(victim, []byte("precious"), 0o644)
 	dst := t.TempDir()
-	os.Symlink(outside, filepath.Join(dst, "abs"))                                  // absolute link out
-	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))             // relative link out (if siblings)
-	os.Symlink(victim, filepath.Join(dst, PartialName("p")))                        // a planted partial
-	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, PartialName("q"))) // a planted dangling partial
-	os.Symlink(victim, filepath.Join(dst, "victimlink"))                            // final name is a link out
+	os.Symlink(outside, filepath.Join(dst, "abs"))                                           // absolute link out
+	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))                      // relative link out (if siblings)
+	os.Symlink(victim, filepath.Join(dst, transfer.PartialName("p")))                        // a planted partial
+	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, transfer.PartialName("q"))) // a planted dangling partial
+	os.Symlink(victim, filepath.Join(dst, "victimlink"))                                     // final name is a link out
 
 	src := tree(t, t.TempDir(), map[string][]byte{
 		"abs/x": []byte("via abs"), "rel/x": []byte("via rel"), "p": []byte("p data"), "q": []byte("q data"),
@@ -30,17 +33,17 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	})
 	// Send abs/x and rel/x as directories named like the links.
 	items := plan(t, filepath.Join(src, "abs"), filepath.Join(src, "rel"), filepath.Join(src, "p"), filepath.Join(src, "q"), filepath.Join(src, "victimlink"))
-	o := pair(t, &Receiver{Dir: dst, Force: true}, &Sender{Resume: true}, items, MemConfig{}, MemConfig{})
+	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
-	byName := map[string]FileResult{}
+	byName := map[string]transfer.FileResult{}
 	for _, f := range o.srep.Files {
 		byName[f.Name] = f
 	}
 	for _, name := range []string{"abs", "abs/x", "rel", "rel/x", "p", "q"} {
 		f := byName[name]
-		if f.Verified || !errors.Is(f.Err, ErrBadName) {
+		if f.Verified || !errors.Is(f.Err, transfer.ErrBadName) {
 			t.Errorf("%s: verified=%v err=%v, want ErrBadName", name, f.Verified, f.Err)
 		}
 	}
@@ -71,9 +74,9 @@ func TestPSK(t *testing.T) {
 		recvErr    error
 	}{
 		{"same key", key, key, nil, nil},
-		{"different keys", other, key, ErrAuthFailed, ErrAuthFailed},
-		{"sender without key", nil, key, ErrAuthRequired, ErrAuthRequired},
-		{"receiver without key", key, nil, ErrAuthRequired, ErrAuthRequired},
+		{"different keys", other, key, transfer.ErrAuthFailed, transfer.ErrAuthFailed},
+		{"sender without key", nil, key, transfer.ErrAuthRequired, transfer.ErrAuthRequired},
+		{"receiver without key", key, nil, transfer.ErrAuthRequired, transfer.ErrAuthRequired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(30, 2*tSlotSize)})
@@ -81,14 +84,14 @@ func TestPSK(t *testing.T) {
 			r := smallReceiver(dst)
 			r.PSK = tc.recv
 			// Record every control message the receiver sends.
-			var sent []MsgType
-			rcfg := MemConfig{Faults: Faults{Message: func(_ int, b []byte) Fault {
-				if m, err := Decode(b); err == nil {
+			var sent []transfer.MsgType
+			rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
+				if m, err := transfer.Decode(b); err == nil {
 					sent = append(sent, m.Type())
 				}
-				return Deliver
+				return transfertest.Deliver
 			}}}
-			o := pair(t, r, &Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), MemConfig{}, rcfg)
+			o := pair(t, r, &transfer.Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
 			if !errors.Is(o.serr, tc.sendErr) || (tc.sendErr == nil) != (o.serr == nil) {
 				t.Errorf("sender: %v, want %v", o.serr, tc.sendErr)
 			}
@@ -101,7 +104,7 @@ func TestPSK(t *testing.T) {
 			}
 			// Refused before any memory was exposed or any file touched.
 			for _, m := range sent {
-				if m == MsgWindow || m == MsgResumeOffset {
+				if m == transfer.MsgWindow || m == transfer.MsgResumeOffset {
 					t.Errorf("receiver sent %v without authentication (sent %v)", m, sent)
 				}
 			}
@@ -120,22 +123,22 @@ func TestPSK(t *testing.T) {
 func TestSenderRefusesImpostor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, rt := MemPipe(MemConfig{}, MemConfig{})
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
 	p := &rawPeer{t: t, tr: rt, ctx: ctx}
 	errc := make(chan error, 1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("secret")})
 	go func() {
-		_, err := (&Sender{PSK: []byte("0123456789abcdef")}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
+		_, err := (&transfer.Sender{PSK: []byte("0123456789abcdef")}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
 		errc <- err
 	}()
-	p.expect(MsgHello)
-	p.send(&Hello{Role: RoleReceiver, Flags: HelloPSK, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096})
-	p.expect(MsgAuth)
-	p.send(&Auth{}) // a guess
-	if e := p.errorMsg(); e.Code != CodeAuthFailed {
+	p.expect(transfer.MsgHello)
+	p.send(&transfer.Hello{Role: transfer.RoleReceiver, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096})
+	p.expect(transfer.MsgAuth)
+	p.send(&transfer.Auth{}) // a guess
+	if e := p.errorMsg(); e.Code != transfer.CodeAuthFailed {
 		t.Errorf("sender's ERROR %v, want auth failed", e.Code)
 	}
-	if err := <-errc; !errors.Is(err, ErrAuthFailed) {
+	if err := <-errc; !errors.Is(err, transfer.ErrAuthFailed) {
 		t.Errorf("sender: %v, want ErrAuthFailed", err)
 	}
 }
@@ -143,7 +146,7 @@ func TestSenderRefusesImpostor(t *testing.T) {
 func TestConcurrentSenders(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
-	ln := NewMemListener()
+	ln := transfertest.NewListener()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	served := make(chan error, 1)
@@ -157,14 +160,14 @@ func TestConcurrentSenders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr, err := ln.Dial(ctx, MemConfig{})
+			tr, err := ln.Dial(ctx, transfertest.Config{})
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			defer tr.Close()
-			items, _, _ := Plan(filepath.Join(srcs[i], fmt.Sprintf("s%d", i)))
-			rep, err := (&Sender{}).Send(ctx, tr, items)
+			items, _, _ := transfer.Plan(filepath.Join(srcs[i], fmt.Sprintf("s%d", i)))
+			rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
 			if err != nil || !rep.OK(len(items)) {
 				t.Errorf("sender %d: %v", i, err)
 			}
@@ -172,7 +175,7 @@ func TestConcurrentSenders(t *testing.T) {
 	}
 	wg.Wait()
 	ln.Close()
-	if err := <-served; err == nil || !errors.Is(err, errListenerClosed) {
+	if err := <-served; err == nil || !errors.Is(err, transfertest.ErrListenerClosed) {
 		t.Logf("serve: %v", err)
 	}
 	for i := range n {
@@ -184,7 +187,7 @@ func TestConcurrentSenders(t *testing.T) {
 func TestSameNameBusy(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
-	ln := NewMemListener()
+	ln := transfertest.NewListener()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go r.Serve(ctx, ln, nil)
@@ -192,31 +195,31 @@ func TestSameNameBusy(t *testing.T) {
 	items := plan(t, filepath.Join(src, "f"))
 
 	inFlight, release := make(chan struct{}), make(chan struct{})
-	first := make(chan *Report, 1)
+	first := make(chan *transfer.Report, 1)
 	go func() {
-		tr, _ := ln.Dial(ctx, MemConfig{Faults: Faults{Write: func(i int, _ []byte) Fault {
+		tr, _ := ln.Dial(ctx, transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 			if i == 1 {
 				close(inFlight)
 				<-release
 			}
-			return Deliver
+			return transfertest.Deliver
 		}}})
 		defer tr.Close()
-		rep, err := (&Sender{}).Send(ctx, tr, items)
+		rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
 		if err != nil {
 			t.Error(err)
 		}
 		first <- rep
 	}()
 	<-inFlight
-	tr, _ := ln.Dial(ctx, MemConfig{})
-	rep, err := (&Sender{}).Send(ctx, tr, items)
+	tr, _ := ln.Dial(ctx, transfertest.Config{})
+	rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
 	tr.Close()
 	close(release)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := rep.Files[0]; !errors.Is(f.Err, ErrBusy) {
+	if f := rep.Files[0]; !errors.Is(f.Err, transfer.ErrBusy) {
 		t.Errorf("second sender: %v, want ErrBusy", f.Err)
 	}
 	allVerified(t, <-first, 1)
@@ -229,17 +232,17 @@ func TestMaxConns(t *testing.T) {
 	r.MaxConns = 1
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ln := NewMemListener()
+	ln := transfertest.NewListener()
 	go r.Serve(ctx, ln, nil)
 	defer ln.Close()
-	a, _ := ln.Dial(ctx, MemConfig{})
+	a, _ := ln.Dial(ctx, transfertest.Config{})
 	defer a.Close()
 	pa := &rawPeer{t: t, tr: a, ctx: ctx}
 	pa.hello() // the first connection is being served
-	b, _ := ln.Dial(ctx, MemConfig{})
+	b, _ := ln.Dial(ctx, transfertest.Config{})
 	defer b.Close()
 	pb := &rawPeer{t: t, tr: b, ctx: ctx}
-	if e := pb.errorMsg(); e.Code != CodeBusy {
+	if e := pb.errorMsg(); e.Code != transfer.CodeBusy {
 		t.Errorf("second connection: %v %q, want busy", e.Code, e.Text)
 	}
 }
@@ -249,21 +252,21 @@ func TestLimits(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
 	r.MaxFileSize = 1000
-	o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), MemConfig{}, MemConfig{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
-	if !o.srep.Files[0].Verified || !errors.Is(o.srep.Files[1].Err, ErrTooLarge) {
+	if !o.srep.Files[0].Verified || !errors.Is(o.srep.Files[1].Err, transfer.ErrTooLarge) {
 		t.Errorf("size limit: %v / %v", o.srep.Files[0].Err, o.srep.Files[1].Err)
 	}
-	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, PartialName("b"))) {
+	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, transfer.PartialName("b"))) {
 		t.Error("oversized file left something")
 	}
 
 	r = smallReceiver(t.TempDir())
 	r.MaxFiles = 2
-	o = pair(t, r, &Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), MemConfig{}, MemConfig{})
-	if !errors.Is(o.serr, ErrTooMany) || !errors.Is(o.rerr, ErrTooMany) {
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), transfertest.Config{}, transfertest.Config{})
+	if !errors.Is(o.serr, transfer.ErrTooMany) || !errors.Is(o.rerr, transfer.ErrTooMany) {
 		t.Errorf("file count limit: send %v, receive %v", o.serr, o.rerr)
 	}
 	if len(o.srep.Files) != 3 || !o.srep.Files[1].Verified {
@@ -275,8 +278,8 @@ func TestWindowNegotiation(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(70, 50*4096)})
 	// The sender asks for less than the receiver allows; the transport's
 	// depth limits the receiver too.
-	r := &Receiver{Dir: t.TempDir(), Slots: 32, SlotSize: 64 << 10}
-	o := pair(t, r, &Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{MaxSlots: 2})
+	r := &transfer.Receiver{Dir: t.TempDir(), Slots: 32, SlotSize: 64 << 10}
+	o := pair(t, r, &transfer.Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{MaxSlots: 2})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -292,7 +295,7 @@ func TestWindowNegotiation(t *testing.T) {
 func TestPlan(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"d/a": {1}, "d/sub/b": {2}, "f": {3}})
 	os.Symlink("a", filepath.Join(src, "d", "link"))
-	items, skipped, err := Plan(filepath.Join(src, "d"), filepath.Join(src, "f"))
+	items, skipped, err := transfer.Plan(filepath.Join(src, "d"), filepath.Join(src, "f"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,13 +311,13 @@ func TestPlan(t *testing.T) {
 		t.Errorf("skipped %v", skipped)
 	}
 	other := tree(t, t.TempDir(), map[string][]byte{"f": {4}})
-	if _, _, err := Plan(filepath.Join(src, "f"), filepath.Join(other, "f")); err == nil {
+	if _, _, err := transfer.Plan(filepath.Join(src, "f"), filepath.Join(other, "f")); err == nil {
 		t.Error("two sources with one name accepted")
 	}
-	if _, _, err := Plan("/"); err == nil {
+	if _, _, err := transfer.Plan("/"); err == nil {
 		t.Error("/ accepted")
 	}
-	if _, _, err := Plan(filepath.Join(src, "missing")); err == nil {
+	if _, _, err := transfer.Plan(filepath.Join(src, "missing")); err == nil {
 		t.Error("missing path accepted")
 	}
 }

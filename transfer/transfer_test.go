@@ -1,4 +1,4 @@
-package transfer
+package transfer_test
 
 import (
 	"crypto/sha256"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -31,11 +34,11 @@ func TestHappyPath(t *testing.T) {
 
 	items := plan(t, filepath.Join(src, "top"), filepath.Join(single, "single"))
 	dst := t.TempDir()
-	var got []FileResult
-	r := &Receiver{Dir: dst, Slots: slots, SlotSize: slotSize, OnFile: func(f FileResult) { got = append(got, f) }}
-	var progress []Progress
-	s := &Sender{Progress: func(p Progress) { progress = append(progress, p) }}
-	o := pair(t, r, s, items, MemConfig{}, MemConfig{})
+	var got []transfer.FileResult
+	r := &transfer.Receiver{Dir: dst, Slots: slots, SlotSize: slotSize, OnFile: func(f transfer.FileResult) { got = append(got, f) }}
+	var progress []transfer.Progress
+	s := &transfer.Sender{Progress: func(p transfer.Progress) { progress = append(progress, p) }}
+	o := pair(t, r, s, items, transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send: %v; receive: %v", o.serr, o.rerr)
 	}
@@ -49,7 +52,7 @@ func TestHappyPath(t *testing.T) {
 
 	// Digests are the files' SHA-256 at both ends.
 	for _, f := range o.srep.Files {
-		if f.Kind != KindFile {
+		if f.Kind != transfer.KindFile {
 			continue
 		}
 		want := sha256.Sum256(files[f.Name])
@@ -80,7 +83,7 @@ func TestHappyPath(t *testing.T) {
 	}
 
 	// Memory: one window at a time on each end, all released.
-	for name, tr := range map[string]*MemTransport{"receiver": o.rT, "sender": o.sT} {
+	for name, tr := range map[string]*transfertest.Transport{"receiver": o.rT, "sender": o.sT} {
 		now, peak, count := tr.Registered()
 		if peak > window {
 			t.Errorf("%s registered %d bytes at once, window is %d", name, peak, window)
@@ -102,7 +105,7 @@ func TestHappyPath(t *testing.T) {
 func TestExistingFileNotOverwritten(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("new content"), "g": []byte("other")})
 	dst := tree(t, t.TempDir(), map[string][]byte{"f": []byte("old")})
-	o := pair(t, &Receiver{Dir: dst}, &Sender{}, plan(t, filepath.Join(src, "f"), filepath.Join(src, "g")), MemConfig{}, MemConfig{})
+	o := pair(t, &transfer.Receiver{Dir: dst}, &transfer.Sender{}, plan(t, filepath.Join(src, "f"), filepath.Join(src, "g")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send: %v; receive: %v", o.serr, o.rerr)
 	}
@@ -110,7 +113,7 @@ func TestExistingFileNotOverwritten(t *testing.T) {
 		t.Errorf("existing file overwritten: %q", b)
 	}
 	f := o.srep.Files[0]
-	if f.Verified || !errors.Is(f.Err, ErrExists) {
+	if f.Verified || !errors.Is(f.Err, transfer.ErrExists) {
 		t.Errorf("f: verified=%v err=%v, want ErrExists", f.Verified, f.Err)
 	}
 	if !o.srep.Files[1].Verified {
@@ -122,7 +125,7 @@ func TestExistingFileNotOverwritten(t *testing.T) {
 	noPartials(t, dst)
 
 	// --force replaces it.
-	o = pair(t, &Receiver{Dir: dst, Force: true}, &Sender{}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{})
+	o = pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
 	allVerified(t, o.srep, 1)
 	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "new content" {
 		t.Errorf("--force did not replace: %q", b)
@@ -133,11 +136,11 @@ func TestForceNeverReplacesDirectory(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"d": []byte("file")})
 	dst := t.TempDir()
 	os.MkdirAll(filepath.Join(dst, "d", "keep"), 0o755)
-	o := pair(t, &Receiver{Dir: dst, Force: true}, &Sender{}, plan(t, filepath.Join(src, "d")), MemConfig{}, MemConfig{})
+	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "d")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
-	if f := o.srep.Files[0]; !errors.Is(f.Err, ErrNotDir) {
+	if f := o.srep.Files[0]; !errors.Is(f.Err, transfer.ErrNotDir) {
 		t.Errorf("err %v, want ErrNotDir", f.Err)
 	}
 	if !exists(filepath.Join(dst, "d", "keep")) {
@@ -148,12 +151,12 @@ func TestForceNeverReplacesDirectory(t *testing.T) {
 // Slots from parallelHashMin up: the receiver hashes in a second goroutine
 // while it writes; a corrupted chunk must still be caught.
 func TestLargeSlotsParallelHash(t *testing.T) {
-	const slotSize = 2 * parallelHashMin
+	const slotSize = 2 * transfer.ParallelHashMin
 	data := randBytes(17, 9*slotSize+5)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
-	r := &Receiver{Dir: dst, Slots: 3, SlotSize: slotSize}
-	o := pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), MemConfig{}, MemConfig{})
+	r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize}
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -162,16 +165,16 @@ func TestLargeSlotsParallelHash(t *testing.T) {
 
 	dst = t.TempDir()
 	r.Dir = dst
-	o = pair(t, r, &Sender{}, plan(t, filepath.Join(src, "f")), MemConfig{Faults: Faults{Write: func(i int, b []byte) Fault {
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
 		if i == 4 {
 			b[len(b)-1] ^= 0x80
 		}
-		return Deliver
-	}}}, MemConfig{})
+		return transfertest.Deliver
+	}}}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
-	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, ErrDigest) {
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrDigest) {
 		t.Errorf("corrupted large chunk: verified=%v %v", f.Verified, f.Err)
 	}
 }

@@ -6,7 +6,7 @@ import "context"
 // ordered channel for control messages plus one-sided writes with an
 // immediate into memory the peer registered. It is what an RC queue pair
 // with SEND/RECV and RDMA_WRITE_WITH_IMM gives (package transfer/rdma), and
-// what MemPipe imitates for tests.
+// what transfertest.Pipe imitates for tests.
 //
 // Ordering: everything one end posts — messages and writes — arrives at the
 // other end in the order it was posted, and a write's data is in place before

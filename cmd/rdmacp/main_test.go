@@ -16,12 +16,13 @@ import (
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
+	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // memNet is an in-memory network: one listener, any number of dialers.
 type memNet struct {
 	mu    sync.Mutex
-	ln    *transfer.MemListener
+	ln    *transfertest.Listener
 	ready chan struct{}
 	// failDial, when set, is what Dial returns.
 	failDial error
@@ -32,7 +33,7 @@ func newMemNet() *memNet { return &memNet{ready: make(chan struct{})} }
 func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.ln = transfer.NewMemListener()
+	n.ln = transfertest.NewListener()
 	n.ln.Config.MaxSlots = cfg.MaxSlots
 	close(n.ready)
 	return n.ln, nil
@@ -47,7 +48,7 @@ func (n *memNet) Dial(ctx context.Context, addr string, cfg rdma.Config, wait ti
 	case <-time.After(wait):
 		return nil, 0, cm.ErrNoListener
 	}
-	t, err := n.ln.Dial(ctx, transfer.MemConfig{MaxSlots: cfg.MaxSlots})
+	t, err := n.ln.Dial(ctx, transfertest.Config{MaxSlots: cfg.MaxSlots})
 	return t, 0, err
 }
 

@@ -1,23 +1,29 @@
-package transfer
+// Package transfertest has test doubles for package transfer: Pipe, an
+// in-memory Transport pair that enforces what RDMA does (bounded queues,
+// writes only into open regions) and injects faults (Faults), and Listener,
+// which hands Pipe ends to a transfer.Receiver. No RDMA device is needed.
+package transfertest
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/rdmago/rdmago/transfer"
 )
 
-// MemConfig configures one end of a MemPipe.
-type MemConfig struct {
+// Config configures one end of a Pipe.
+type Config struct {
 	// MaxSlots is the end's MaxSlots (default 64): its inbound queue holds
-	// that many writes plus ControlDepth messages; a full queue blocks the
+	// that many writes plus transfer.ControlDepth messages; a full queue blocks the
 	// peer's Send and WriteImm, as an RC queue pair retries on RNR.
 	MaxSlots int
 	// Faults are applied to what this end sends.
 	Faults Faults
 }
 
-// Faults inject failures into what one end of a MemPipe sends. A nil hook
+// Faults inject failures into what one end of a Pipe sends. A nil hook
 // delivers everything. Hooks run in the sending goroutine (sleep in one to
 // delay).
 type Faults struct {
@@ -40,14 +46,14 @@ const (
 	Break                // the connection breaks before it arrives
 )
 
-// MemTransport is one end of an in-memory Transport (MemPipe): control
+// Transport is one end of an in-memory transfer.Transport (Pipe): control
 // messages and write notices go through a bounded queue, writes copy straight
 // into the peer's registered memory. It enforces what RDMA does: writes only
 // into open regions, within bounds; a violation breaks the connection with
-// ErrRemoteAccess.
-type MemTransport struct {
-	cfg  MemConfig
-	peer *MemTransport
+// transfer.ErrRemoteAccess.
+type Transport struct {
+	cfg  Config
+	peer *Transport
 	link *memLink
 	in   chan memItem
 
@@ -82,8 +88,8 @@ func (l *memLink) fail(err error) {
 	l.once.Do(func() { l.err = err; close(l.done) })
 }
 
-// MemPipe returns the two connected ends of an in-memory transport.
-func MemPipe(a, b MemConfig) (*MemTransport, *MemTransport) {
+// Pipe returns the two connected ends of an in-memory transport.
+func Pipe(a, b Config) (*Transport, *Transport) {
 	link := &memLink{done: make(chan struct{})}
 	ea := newMemEnd(a, link)
 	eb := newMemEnd(b, link)
@@ -91,25 +97,25 @@ func MemPipe(a, b MemConfig) (*MemTransport, *MemTransport) {
 	return ea, eb
 }
 
-func newMemEnd(cfg MemConfig, link *memLink) *MemTransport {
+func newMemEnd(cfg Config, link *memLink) *Transport {
 	if cfg.MaxSlots <= 0 {
 		cfg.MaxSlots = 64
 	}
-	return &MemTransport{
+	return &Transport{
 		cfg:     cfg,
 		link:    link,
-		in:      make(chan memItem, cfg.MaxSlots+ControlDepth),
+		in:      make(chan memItem, cfg.MaxSlots+transfer.ControlDepth),
 		regions: map[uint32]*memRegion{},
 		nextKey: 0x1000,
 	}
 }
 
-func (t *MemTransport) err() error {
+func (t *Transport) err() error {
 	t.mu.Lock()
 	closed := t.closed
 	t.mu.Unlock()
 	if closed {
-		return ErrTransportClosed
+		return transfer.ErrTransportClosed
 	}
 	select {
 	case <-t.link.done:
@@ -120,12 +126,12 @@ func (t *MemTransport) err() error {
 }
 
 // deliver puts it (and a held item after it) into the peer's queue.
-func (t *MemTransport) deliver(ctx context.Context, it memItem, f Fault) error {
+func (t *Transport) deliver(ctx context.Context, it memItem, f Fault) error {
 	switch f {
 	case Drop:
 		return nil
 	case Break:
-		t.link.fail(fmt.Errorf("%w: connection broken (injected fault)", ErrPeerGone))
+		t.link.fail(fmt.Errorf("%w: connection broken (injected fault)", transfer.ErrPeerGone))
 		return t.link.err
 	case Hold:
 		if t.held == nil {
@@ -143,7 +149,7 @@ func (t *MemTransport) deliver(ctx context.Context, it memItem, f Fault) error {
 	return nil
 }
 
-func (t *MemTransport) push(ctx context.Context, it memItem) error {
+func (t *Transport) push(ctx context.Context, it memItem) error {
 	select {
 	case t.peer.in <- it:
 		return nil
@@ -154,13 +160,20 @@ func (t *MemTransport) push(ctx context.Context, it memItem) error {
 	}
 }
 
-// Send implements Transport.
-func (t *MemTransport) Send(ctx context.Context, msg []byte) error {
+// InjectWrite queues at the peer the notice of a write of n bytes with
+// immediate imm that wrote no data, bypassing Faults and the connection's
+// state: what a misbehaving peer's write looks like to the receiving loop.
+func (t *Transport) InjectWrite(ctx context.Context, imm uint32, n int) error {
+	return t.push(ctx, memItem{write: true, imm: imm, n: n})
+}
+
+// Send implements transfer.Transport.
+func (t *Transport) Send(ctx context.Context, msg []byte) error {
 	if err := t.err(); err != nil {
 		return err
 	}
-	if len(msg) > MaxMessageSize {
-		return fmt.Errorf("send: message of %d bytes exceeds %d", len(msg), MaxMessageSize)
+	if len(msg) > transfer.MaxMessageSize {
+		return fmt.Errorf("send: message of %d bytes exceeds %d", len(msg), transfer.MaxMessageSize)
 	}
 	m := append([]byte(nil), msg...)
 	f := Deliver
@@ -171,10 +184,10 @@ func (t *MemTransport) Send(ctx context.Context, msg []byte) error {
 	return t.deliver(ctx, memItem{msg: m}, f)
 }
 
-// Receive implements Transport.
-func (t *MemTransport) Receive(ctx context.Context) (Arrival, error) {
+// Receive implements transfer.Transport.
+func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
 	if t.isClosed() {
-		return Arrival{}, ErrTransportClosed
+		return transfer.Arrival{}, transfer.ErrTransportClosed
 	}
 	// What arrived before a break is still delivered, as completions already
 	// in an RDMA completion queue are.
@@ -187,7 +200,7 @@ func (t *MemTransport) Receive(ctx context.Context) (Arrival, error) {
 	case it := <-t.in:
 		return it.arrival(), nil
 	case <-ctx.Done():
-		return Arrival{}, ctx.Err()
+		return transfer.Arrival{}, ctx.Err()
 	case <-t.link.done:
 		select {
 		case it := <-t.in:
@@ -195,27 +208,27 @@ func (t *MemTransport) Receive(ctx context.Context) (Arrival, error) {
 		default:
 		}
 		if t.isClosed() {
-			return Arrival{}, ErrTransportClosed
+			return transfer.Arrival{}, transfer.ErrTransportClosed
 		}
-		return Arrival{}, t.link.err
+		return transfer.Arrival{}, t.link.err
 	}
 }
 
-func (t *MemTransport) isClosed() bool {
+func (t *Transport) isClosed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.closed
 }
 
-// Register implements Transport.
-func (t *MemTransport) Register(size int, remoteWrite bool) (Region, error) {
-	if size <= 0 || size > MaxWindow {
+// Register implements transfer.Transport.
+func (t *Transport) Register(size int, remoteWrite bool) (transfer.Region, error) {
+	if size <= 0 || size > transfer.MaxWindow {
 		return nil, fmt.Errorf("register %d bytes: size out of range", size)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, ErrTransportClosed
+		return nil, transfer.ErrTransportClosed
 	}
 	t.nextKey++
 	r := &memRegion{t: t, buf: make([]byte, size), key: t.nextKey, remote: remoteWrite}
@@ -227,9 +240,9 @@ func (t *MemTransport) Register(size int, remoteWrite bool) (Region, error) {
 	return r, nil
 }
 
-// WriteImm implements Transport. The copy happens at once; the notice is
+// WriteImm implements transfer.Transport. The copy happens at once; the notice is
 // queued behind everything sent before it.
-func (t *MemTransport) WriteImm(ctx context.Context, src Region, srcOff, n int, dst RemoteRegion, dstOff uint64, imm uint32) error {
+func (t *Transport) WriteImm(ctx context.Context, src transfer.Region, srcOff, n int, dst transfer.RemoteRegion, dstOff uint64, imm uint32) error {
 	if err := t.err(); err != nil {
 		return err
 	}
@@ -252,8 +265,8 @@ func (t *MemTransport) WriteImm(ctx context.Context, src Region, srcOff, n int, 
 	}
 	p.mu.Unlock()
 	if dbuf == nil {
-		err := fmt.Errorf("%w: write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", ErrRemoteAccess, n, dst.Addr, dstOff, dst.RKey)
-		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", ErrPeerGone))
+		err := fmt.Errorf("%w: write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", transfer.ErrRemoteAccess, n, dst.Addr, dstOff, dst.RKey)
+		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", transfer.ErrPeerGone))
 		return err
 	}
 	i := t.nwrite
@@ -274,16 +287,16 @@ func (t *MemTransport) WriteImm(ctx context.Context, src Region, srcOff, n int, 
 	return t.deliver(ctx, memItem{write: true, imm: imm, n: n}, f)
 }
 
-// Drain implements Transport: writes complete (or fail) within WriteImm, so
+// Drain implements transfer.Transport: writes complete (or fail) within WriteImm, so
 // nothing is ever outstanding.
-func (t *MemTransport) Drain(ctx context.Context) error { return nil }
+func (t *Transport) Drain(ctx context.Context) error { return nil }
 
-// MaxSlots implements Transport.
-func (t *MemTransport) MaxSlots() int { return t.cfg.MaxSlots }
+// MaxSlots implements transfer.Transport.
+func (t *Transport) MaxSlots() int { return t.cfg.MaxSlots }
 
-// Close implements Transport: the peer sees ErrPeerGone once it has
+// Close implements transfer.Transport: the peer sees transfer.ErrPeerGone once it has
 // received what was sent before.
-func (t *MemTransport) Close() error {
+func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -296,21 +309,21 @@ func (t *MemTransport) Close() error {
 	}
 	clear(t.regions)
 	t.mu.Unlock()
-	t.link.fail(fmt.Errorf("%w: the peer closed the connection", ErrPeerGone))
+	t.link.fail(fmt.Errorf("%w: the peer closed the connection", transfer.ErrPeerGone))
 	return nil
 }
 
 // Registered returns the bytes registered now, the most registered at once,
 // and how many registrations there were: what tests use to check that
 // windows are bounded and released.
-func (t *MemTransport) Registered() (now, peak, count int) {
+func (t *Transport) Registered() (now, peak, count int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.regBytes, t.regPeak, t.regCount
 }
 
 type memRegion struct {
-	t      *MemTransport
+	t      *Transport
 	buf    []byte // nil once closed; guarded by t.mu
 	key    uint32
 	addr   uint64
@@ -323,11 +336,11 @@ func (r *memRegion) Bytes() []byte {
 	return r.buf
 }
 
-func (r *memRegion) Remote() RemoteRegion {
+func (r *memRegion) Remote() transfer.RemoteRegion {
 	if !r.remote {
-		return RemoteRegion{}
+		return transfer.RemoteRegion{}
 	}
-	return RemoteRegion{Addr: r.addr, RKey: r.key, Len: uint64(len(r.buf))}
+	return transfer.RemoteRegion{Addr: r.addr, RKey: r.key, Len: uint64(len(r.buf))}
 }
 
 func (r *memRegion) Close() error {
@@ -342,56 +355,59 @@ func (r *memRegion) Close() error {
 	return nil
 }
 
-// MemListener is a Listener of in-memory connections, for tests: Dial makes
-// a MemPipe and hands its receiving end to Accept.
-type MemListener struct {
-	ch     chan *MemTransport
+// Listener is a transfer.Listener of in-memory connections: Dial makes a
+// Pipe and hands its receiving end to Accept.
+type Listener struct {
+	ch     chan *Transport
 	done   chan struct{}
 	once   sync.Once
-	Config MemConfig // the accepted (receiving) ends' configuration
+	Config Config // the accepted (receiving) ends' configuration
 }
 
-// NewMemListener returns a listening MemListener.
-func NewMemListener() *MemListener {
-	return &MemListener{ch: make(chan *MemTransport), done: make(chan struct{})}
+// NewListener returns a listening Listener.
+func NewListener() *Listener {
+	return &Listener{ch: make(chan *Transport), done: make(chan struct{})}
 }
 
 // Dial connects to l: it returns the sending end once Accept took the other.
-func (l *MemListener) Dial(ctx context.Context, cfg MemConfig) (*MemTransport, error) {
-	s, r := MemPipe(cfg, l.Config)
+func (l *Listener) Dial(ctx context.Context, cfg Config) (*Transport, error) {
+	s, r := Pipe(cfg, l.Config)
 	select {
 	case l.ch <- r:
 		return s, nil
 	case <-l.done:
-		return nil, fmt.Errorf("dial mem: %w: listener closed", ErrPeerGone)
+		return nil, fmt.Errorf("dial mem: %w: listener closed", transfer.ErrPeerGone)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// Accept implements Listener.
-func (l *MemListener) Accept(ctx context.Context) (Transport, error) {
+// Accept implements transfer.Listener; after Close it fails with
+// ErrListenerClosed.
+func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
 	select {
 	case t := <-l.ch:
 		return t, nil
 	case <-l.done:
-		return nil, errListenerClosed
+		return nil, ErrListenerClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-var errListenerClosed = errors.New("listener closed")
+// ErrListenerClosed is what Listener.Accept returns once the Listener is
+// closed.
+var ErrListenerClosed = errors.New("listener closed")
 
-// Close implements Listener.
-func (l *MemListener) Close() error {
+// Close implements transfer.Listener.
+func (l *Listener) Close() error {
 	l.once.Do(func() { close(l.done) })
 	return nil
 }
 
-// Addr implements Listener.
-func (l *MemListener) Addr() string { return "mem" }
+// Addr implements transfer.Listener.
+func (l *Listener) Addr() string { return "mem" }
 
-func (it memItem) arrival() Arrival {
-	return Arrival{Write: it.write, Msg: it.msg, Imm: it.imm, Len: it.n}
+func (it memItem) arrival() transfer.Arrival {
+	return transfer.Arrival{Write: it.write, Msg: it.msg, Imm: it.imm, Len: it.n}
 }
