@@ -13,7 +13,7 @@
 // atomic_lat (-A FETCH_AND_ADD|CMP_AND_SWAP), and conn_time (rdma_cm
 // connection setup, like rdma-core's cmtime). --json prints one JSON
 // document instead of the table; --cpuprofile writes a pprof profile.
-// The logic lives in internal/perf.
+// The logic lives in tools/perf.
 package main
 
 import (
@@ -25,7 +25,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 func main() {

@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/internal/perf"
 	"github.com/rdmago/rdmago/tools/lab/labproto"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 // `rdmalab bench`: rdmaperf (Go, package uverbs) against perftest (C,

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 func TestParseHostBench(t *testing.T) {
