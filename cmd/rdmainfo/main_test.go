@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/internal/devinfo"
+	"github.com/rdmago/rdmago/cmd/rdmainfo/internal/devinfo"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 

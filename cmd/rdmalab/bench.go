@@ -6,27 +6,28 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/rdmago/rdmago/tools/lab"
+	"github.com/rdmago/rdmago/tools/bench"
 )
 
 // cmdBench is `rdmalab bench`: rdmaperf against perftest in the lab, with
 // the report written to --out.
-func cmdBench(ctx context.Context, args []string) int {
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmalab bench", flag.ExitOnError)
-	o := lab.DefaultBenchOptions()
+	fs.SetOutput(stderr)
+	o := bench.DefaultOptions()
 	// labFlags' --nodes takes one count; bench takes a list.
 	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "kernel: 6.1 (Debian 12) or 6.12 (Debian 13)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of each boot (all runs on one topology)")
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
-	o.Log = os.Stderr
+	o.Log = stderr
 	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {
 		v, err := intList(s)
 		o.Topologies = v
@@ -66,12 +67,12 @@ func cmdBench(ctx context.Context, args []string) int {
 		return 2
 	}
 	o.Tests = strings.Split(*tests, ",")
-	r, err := lab.RunBench(ctx, o)
+	r, err := bench.Run(ctx, o)
 	if err != nil {
-		return fail(err)
+		return fail(stderr, err)
 	}
 	dir, _ := filepath.Abs(o.OutDir)
-	fmt.Printf("rdmalab bench: %d cases, %d failures in %s; report: %s\n", len(r.Cases), len(r.Failures),
+	fmt.Fprintf(stdout, "rdmalab bench: %d cases, %d failures in %s; report: %s\n", len(r.Cases), len(r.Failures),
 		(time.Duration(r.Elapsed) * time.Second).String(), filepath.Join(dir, "report.md"))
 	if len(r.Failures) > 0 {
 		return 1

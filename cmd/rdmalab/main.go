@@ -8,6 +8,10 @@
 //	rdmalab test [--kernel K] [--nodes N] [-run REGEX] [-v] PKG...
 //	rdmalab kernels [--fetch 6.1,6.12]
 //	rdmalab demo [--kernel K]
+//	rdmalab bench [flags]
+//
+// The demo lives in package tools/demo, the benchmark in tools/bench; this
+// command holds their flags and output.
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -34,35 +39,39 @@ Run 'rdmalab CMD -h' for the flags of CMD.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var code int
-	switch os.Args[1] {
-	case "run":
-		code = cmdRun(ctx, os.Args[2:])
-	case "test":
-		code = cmdTest(ctx, os.Args[2:])
-	case "kernels":
-		code = cmdKernels(ctx, os.Args[2:])
-	case "demo":
-		code = cmdDemo(ctx, os.Args[2:])
-	case "bench":
-		code = cmdBench(ctx, os.Args[2:])
-	case "-h", "-help", "--help", "help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "rdmalab: unknown command %q\n%s", os.Args[1], usage)
-		code = 2
-	}
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
 	os.Exit(code)
 }
 
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "test":
+		return cmdTest(ctx, args[1:], stdout, stderr)
+	case "kernels":
+		return cmdKernels(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "rdmalab: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
 // labFlags registers the flags every booting command shares.
-func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration) {
+func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration, stderr io.Writer) {
 	fs.StringVar(&o.Kernel, "kernel", lab.DefaultKernel, "kernel: 6.1 (Debian 12) or 6.12 (Debian 13)")
 	fs.IntVar(&o.Nodes, "nodes", 1, "number of VMs: 1 (rxe on a veth) or 2 (rxe on virtio NICs joined by a socket)")
 	fs.DurationVar(&o.Timeout, "timeout", timeout, "limit of the whole boot; a guest still running then is killed")
@@ -73,21 +82,22 @@ func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration) {
 		o.Shares = append(o.Shares, s)
 		return nil
 	})
-	o.Log = os.Stderr
+	o.Log = stderr
 }
 
-func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "rdmalab: %v\n", err)
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "rdmalab: %v\n", err)
 	if errors.Is(err, context.Canceled) {
 		return 130
 	}
 	return 1
 }
 
-func cmdRun(ctx context.Context, args []string) int {
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmalab run", flag.ExitOnError)
+	fs.SetOutput(stderr)
 	var o lab.RunOptions
-	labFlags(fs, &o.Options, 10*time.Minute)
+	labFlags(fs, &o.Options, 10*time.Minute, stderr)
 	fs.BoolVar(&o.Bare, "bare", false, "run CMD (a static binary) in the initramfs root: no libc, no rdma-core")
 	fs.Func("env", "`K=V` to add to the command's environment (repeatable)", func(s string) error {
 		if !strings.Contains(s, "=") {
@@ -105,9 +115,9 @@ func cmdRun(ctx context.Context, args []string) int {
 		fs.Usage()
 		return 2
 	}
-	status, err := lab.RunCommand(ctx, o, fs.Args(), os.Stdout, os.Stderr)
+	status, err := lab.RunCommand(ctx, o, fs.Args(), stdout, stderr)
 	if err != nil {
-		fail(err)
+		fail(stderr, err)
 		if status == 0 {
 			status = 1
 		}
@@ -115,10 +125,11 @@ func cmdRun(ctx context.Context, args []string) int {
 	return status
 }
 
-func cmdTest(ctx context.Context, args []string) int {
+func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmalab test", flag.ExitOnError)
+	fs.SetOutput(stderr)
 	var o lab.TestOptions
-	labFlags(fs, &o.Options, 20*time.Minute)
+	labFlags(fs, &o.Options, 20*time.Minute, stderr)
 	fs.StringVar(&o.Run, "run", "", "run only tests matching `REGEX` (as go test -run)")
 	fs.BoolVar(&o.V, "v", false, "verbose: stream every test's output")
 	fs.Func("args", "extra test binary `FLAG` such as -test.count=2 (repeatable)", func(s string) error {
@@ -130,37 +141,38 @@ func cmdTest(ctx context.Context, args []string) int {
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
-	ok, err := lab.RunTests(ctx, o, fs.Args(), os.Stdout)
+	ok, err := lab.RunTests(ctx, o, fs.Args(), stdout)
 	if err != nil {
-		return fail(err)
+		return fail(stderr, err)
 	}
 	if !ok {
-		fmt.Println("FAIL")
+		fmt.Fprintln(stdout, "FAIL")
 		return 1
 	}
 	return 0
 }
 
-func cmdKernels(ctx context.Context, args []string) int {
+func cmdKernels(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmalab kernels", flag.ExitOnError)
+	fs.SetOutput(stderr)
 	fetch := fs.String("fetch", "", "comma-separated kernel series to fetch now (6.1,6.12)")
 	fs.Parse(args)
 	if *fetch != "" {
 		for _, s := range strings.Split(*fetch, ",") {
-			if _, err := lab.GetKernel(ctx, strings.TrimSpace(s), os.Stderr); err != nil {
-				return fail(err)
+			if _, err := lab.GetKernel(ctx, strings.TrimSpace(s), stderr); err != nil {
+				return fail(stderr, err)
 			}
 		}
 	}
 	ks, err := lab.CachedKernels()
 	if err != nil {
-		return fail(err)
+		return fail(stderr, err)
 	}
 	if len(ks) == 0 {
-		fmt.Println("no kernels cached; `rdmalab kernels -fetch 6.1,6.12` fetches them")
+		fmt.Fprintln(stdout, "no kernels cached; `rdmalab kernels -fetch 6.1,6.12` fetches them")
 	}
 	for _, k := range ks {
-		fmt.Printf("%-6s %-28s %s\n", k.Series, k.Release, k.Dir)
+		fmt.Fprintf(stdout, "%-6s %-28s %s\n", k.Series, k.Release, k.Dir)
 	}
 	return 0
 }

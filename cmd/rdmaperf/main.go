@@ -13,7 +13,7 @@
 // atomic_lat (-A FETCH_AND_ADD|CMP_AND_SWAP), and conn_time (rdma_cm
 // connection setup, like rdma-core's cmtime). --json prints one JSON
 // document instead of the table; --cpuprofile writes a pprof profile.
-// The logic lives in internal/perf.
+// The logic lives in tools/perf.
 package main
 
 import (
@@ -21,28 +21,34 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 func main() {
-	cfg, err := perf.ParseArgs(os.Args[1:], os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := perf.ParseArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Print(perf.Usage)
-		os.Exit(0)
+		fmt.Fprint(stdout, perf.Usage)
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rdmaperf: %v\n", err)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "rdmaperf: %v\n", err)
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := perf.Run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "rdmaperf %v: %v\n", cfg.Test, err)
-		stop()
-		os.Exit(1)
+	if err := perf.Run(ctx, cfg, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "rdmaperf %v: %v\n", cfg.Test, err)
+		return 1
 	}
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,7 +33,10 @@ func TestMain(m *testing.M) {
 	// The test binary doubles as rdmaping, so the interop tests can run
 	// it as a separate process next to the C tool.
 	if os.Getenv("RDMAPING_RUN_MAIN") == "1" {
-		os.Exit(run(os.Args[1:]))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

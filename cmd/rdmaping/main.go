@@ -34,6 +34,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -60,10 +61,15 @@ type config struct {
 	dev            string
 	timeout        time.Duration
 	tos            int
+
+	stdout, stderr io.Writer // where run writes; set by run, not by flags
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // boolFlags are the single-letter flags that take no value, which rping
@@ -182,24 +188,23 @@ func sourceAddr(s string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(a.Unmap(), 0), nil
 }
 
-func run(args []string) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		fmt.Fprintln(stderr, "rdmaping:", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	c.stdout, c.stderr = stdout, stderr
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
 	if err := dispatch(ctx, c); err != nil {
-		fmt.Fprintln(os.Stderr, "rdmaping:", err)
+		fmt.Fprintln(stderr, "rdmaping:", err)
 		return 1
 	}
 	return 0
@@ -209,14 +214,14 @@ func (c *config) logf() func(string, ...any) {
 	if !c.verbose {
 		return nil
 	}
-	return func(f string, a ...any) { fmt.Fprintf(os.Stderr, "rdmaping: "+f+"\n", a...) }
+	return func(f string, a ...any) { fmt.Fprintf(c.stderr, "rdmaping: "+f+"\n", a...) }
 }
 
 func (c *config) debugf() func(string, ...any) {
 	if !c.debug {
 		return nil
 	}
-	return func(f string, a ...any) { fmt.Printf(f+"\n", a...) }
+	return func(f string, a ...any) { fmt.Fprintf(c.stdout, f+"\n", a...) }
 }
 
 func dispatch(ctx context.Context, c *config) error {

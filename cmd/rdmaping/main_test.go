@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -54,7 +56,7 @@ func TestParse(t *testing.T) {
 
 func TestBadSizeFailsBeforeConnecting(t *testing.T) {
 	// rping's -S range is checked before any device is touched.
-	if code := run([]string{"-s", "-S", "10"}); code != 1 {
+	if code := run(context.Background(), []string{"-s", "-S", "10"}, io.Discard, io.Discard); code != 1 {
 		t.Fatalf("run with -S 10: exit %d, want 1", code)
 	}
 }

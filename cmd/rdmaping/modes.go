@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
@@ -19,7 +18,7 @@ func runUD(ctx context.Context, c *config) error {
 	if count < 0 {
 		count = ping.UDDefaultCount
 	}
-	u, err := ping.NewUD(ping.UDConfig{Count: count, Size: size, Out: os.Stdout})
+	u, err := ping.NewUD(ping.UDConfig{Count: count, Size: size, Out: c.stdout})
 	if err != nil {
 		return err
 	}
@@ -37,17 +36,17 @@ func runUD(ctx context.Context, c *config) error {
 	o := &cm.Options{Source: src, SendDepth: u.Depth(), RecvDepth: u.Depth(), CQSize: 2 * u.Depth(),
 		NoCompChannel: true, TOS: uint8(c.tos), Logf: c.logf(), Setup: setup}
 	if c.client {
-		fmt.Println("udaddy: starting client")
-		fmt.Println("udaddy: connecting")
+		fmt.Fprintln(c.stdout, "udaddy: starting client")
+		fmt.Fprintln(c.stdout, "udaddy: connecting")
 		conn, err := cm.DialUD(ctx, hostPort(c.addr, c.port), o)
 		if err != nil {
 			return fmt.Errorf("udaddy: %w", err)
 		}
 		err = u.Client(ctx, conn.AH(), conn.RemoteQPN(), conn.RemoteQKey())
-		fmt.Println("test complete")
+		fmt.Fprintln(c.stdout, "test complete")
 		return errors.Join(err, conn.Close())
 	}
-	fmt.Println("udaddy: starting server")
+	fmt.Fprintln(c.stdout, "udaddy: starting server")
 	l, err := cm.ListenUD(ctx, hostPort(c.addr, c.port), o)
 	if err != nil {
 		return err
@@ -58,7 +57,7 @@ func runUD(ctx context.Context, c *config) error {
 		return fmt.Errorf("udaddy: failing connection request: %w", err)
 	}
 	err = u.Server(ctx, conn.NewAH, cm.UDPQKey)
-	fmt.Println("test complete")
+	fmt.Fprintln(c.stdout, "test complete")
 	return errors.Join(err, conn.Close(), l.Close())
 }
 
@@ -75,18 +74,18 @@ func runRdmaCS(ctx context.Context, c *config) error {
 		Logf: c.logf(), Setup: func(conn *cm.Conn) error { return x.Setup(newLink(conn, c)) }}
 	msg := []byte("rdmaping rdmacs!")
 	if c.client {
-		fmt.Println("rdma_client: start")
+		fmt.Fprintln(c.stdout, "rdma_client: start")
 		conn, err := cm.Dial(ctx, hostPort(c.addr, c.port), o)
 		if err != nil {
-			fmt.Println("rdma_client: end -1")
+			fmt.Fprintln(c.stdout, "rdma_client: end -1")
 			return err
 		}
 		err = errors.Join(x.Client(ctx, msg), conn.Close())
-		fmt.Printf("rdma_client: received %q\n", x.Got)
-		fmt.Printf("rdma_client: end %d\n", status(err))
+		fmt.Fprintf(c.stdout, "rdma_client: received %q\n", x.Got)
+		fmt.Fprintf(c.stdout, "rdma_client: end %d\n", status(err))
 		return err
 	}
-	fmt.Println("rdma_server: start")
+	fmt.Fprintln(c.stdout, "rdma_server: start")
 	l, err := cm.Listen(ctx, hostPort(c.addr, c.port), o)
 	if err != nil {
 		return err
@@ -97,8 +96,8 @@ func runRdmaCS(ctx context.Context, c *config) error {
 		return err
 	}
 	err = errors.Join(x.Server(ctx, msg), conn.Close(), l.Close())
-	fmt.Printf("rdma_server: received %q\n", x.Got)
-	fmt.Printf("rdma_server: end %d\n", status(err))
+	fmt.Fprintf(c.stdout, "rdma_server: received %q\n", x.Got)
+	fmt.Fprintf(c.stdout, "rdma_server: end %d\n", status(err))
 	return err
 }
 
@@ -114,7 +113,7 @@ func (c *config) demo() (*ping.Demo, error) {
 	if count < 0 {
 		count = 10
 	}
-	return ping.NewDemo(ping.DemoConfig{Mode: c.mode, Count: count, Size: c.size, Out: os.Stdout})
+	return ping.NewDemo(ping.DemoConfig{Mode: c.mode, Count: count, Size: c.size, Out: c.stdout})
 }
 
 // runDemoCM runs a demo over an rdma_cm connection.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/rdmago/rdmago/cm"
@@ -41,7 +40,7 @@ func (c *config) rpingConfig() ping.RpingConfig {
 	if count < 0 {
 		count = 0 // rping pings forever without -C
 	}
-	return ping.RpingConfig{Size: c.size, Count: count, Verbose: c.verbose, Validate: c.validate, Out: os.Stdout}
+	return ping.RpingConfig{Size: c.size, Count: count, Verbose: c.verbose, Validate: c.validate, Out: c.stdout}
 }
 
 func runRping(ctx context.Context, c *config) error {
@@ -60,7 +59,7 @@ func runRping(ctx context.Context, c *config) error {
 		}
 		perr := r.Client(ctx)
 		if errors.Is(perr, ping.ErrDisconnected) && c.debug {
-			fmt.Fprintln(os.Stderr, "client DISCONNECT EVENT...")
+			fmt.Fprintln(c.stderr, "client DISCONNECT EVENT...")
 		}
 		if perr != nil {
 			perr = fmt.Errorf("rping client failed: %w", perr)
@@ -91,7 +90,7 @@ func runRping(ctx context.Context, c *config) error {
 		conn, err := req.Accept(ctx, o)
 		if err != nil {
 			if c.persistent {
-				fmt.Fprintln(os.Stderr, "rdmaping: connect error:", err)
+				fmt.Fprintln(c.stderr, "rdmaping: connect error:", err)
 				continue
 			}
 			return fmt.Errorf("connect error: %w", err)
@@ -99,7 +98,7 @@ func runRping(ctx context.Context, c *config) error {
 		serve := func() error {
 			err := r.Server(ctx)
 			if c.debug {
-				fmt.Fprintln(os.Stderr, "server DISCONNECT EVENT...")
+				fmt.Fprintln(c.stderr, "server DISCONNECT EVENT...")
 			}
 			if err != nil {
 				err = fmt.Errorf("rping server failed: %w", err)
@@ -113,7 +112,7 @@ func runRping(ctx context.Context, c *config) error {
 		go func() {
 			defer wg.Done()
 			if err := serve(); err != nil {
-				fmt.Fprintln(os.Stderr, "rdmaping:", err)
+				fmt.Fprintln(c.stderr, "rdmaping:", err)
 			}
 		}()
 	}

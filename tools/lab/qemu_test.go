@@ -35,8 +35,8 @@ func TestGuestPaths(t *testing.T) {
 	if guestPath("/usr/bin/rping", false) != "/usr/bin/rping" || guestPath("/root/x.test", true) != "/host/root/x.test" {
 		t.Error("guest paths")
 	}
-	if !underTmp("/tmp/x/y") || underTmp("/tmpx/y") || underTmp("/root/tmp") {
-		t.Error("underTmp")
+	if !UnderTmp("/tmp/x/y") || UnderTmp("/tmpx/y") || UnderTmp("/root/tmp") {
+		t.Error("UnderTmp")
 	}
 	if NodeAddr(0) != "10.77.0.1" || NodeAddr(1) != "10.77.0.2" {
 		t.Error("node addresses")

@@ -31,37 +31,40 @@ func guestPath(p string, bare bool) string {
 	return p
 }
 
-// defaultShares are the host directories made writable in the guest: the
-// current directory (unless it is /) plus the caller's.
-func defaultShares(extra []string) ([]string, string, error) {
+// Shares returns the host directories to make writable in the guest
+// (Options.Shares): the current directory (unless it is /) plus extra,
+// absolute, each once, parents before children. A directory that does not
+// exist is an error.
+func Shares(extra []string) ([]string, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return nil, "", fmt.Errorf("current directory: %w", err)
+		return nil, fmt.Errorf("current directory: %w", err)
 	}
 	var shares []string
 	seen := map[string]bool{}
 	for _, s := range append([]string{cwd}, extra...) {
 		abs, err := filepath.Abs(s)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if abs == "/" || seen[abs] {
 			continue
 		}
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return nil, "", fmt.Errorf("share %s: not a directory", s)
+			return nil, fmt.Errorf("share %s: not a directory", s)
 		}
 		seen[abs] = true
 		shares = append(shares, abs)
 	}
 	// Parents before children: a share inside another is mounted on top.
 	sort.Slice(shares, func(i, j int) bool { return len(shares[i]) < len(shares[j]) })
-	return shares, cwd, nil
+	return shares, nil
 }
 
-// underTmp reports whether host path p is under /tmp, which the guest covers
-// with its own tmpfs.
-func underTmp(p string) bool { return p == "/tmp" || strings.HasPrefix(p, "/tmp/") }
+// UnderTmp reports whether host path p is under /tmp, which the guest covers
+// with its own tmpfs: a host file there is visible in the guest only through
+// a share.
+func UnderTmp(p string) bool { return p == "/tmp" || strings.HasPrefix(p, "/tmp/") }
 
 // resolveProgram finds args[0] on the host the way a shell would; the guest
 // sees the host's root, so the same path works there.
@@ -100,11 +103,11 @@ func RunCommand(ctx context.Context, opts RunOptions, args []string, stdout, std
 		return 127, err
 	}
 	extra := opts.Shares
-	if underTmp(prog) {
+	if UnderTmp(prog) {
 		// The guest's /tmp is its own: a program there is visible only shared.
 		extra = append(extra, filepath.Dir(prog))
 	}
-	shares, _, err := defaultShares(extra)
+	shares, err := Shares(extra)
 	if err != nil {
 		return 2, err
 	}

@@ -122,10 +122,10 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 	}
 
 	extra := opts.Shares
-	if underTmp(bindir) {
+	if UnderTmp(bindir) {
 		extra = append(extra, bindir) // a cache under /tmp: share it, /tmp is the guest's own
 	}
-	shares, _, err := defaultShares(extra)
+	shares, err := Shares(extra)
 	if err != nil {
 		return false, err
 	}

@@ -1,6 +1,13 @@
 // Copyright 2026 The rdmago Authors.
 
-package lab
+// Package bench is `rdmalab bench`: rdmaperf (Go, package uverbs) against
+// perftest (C, rdma-core) in the same lab guests (package tools/lab), the
+// same boot, interleaved run by run, over one VM (rxe loopback) and two VMs
+// (a RoCEv2 wire), repeated; plus the host microbenchmark of post+poll on
+// fake rings, system calls per operation (strace -c, both tools), and
+// rdma_cm connection setup against cmtime. It writes report.md, report.json
+// and bw.png (report.go, png.go).
+package bench
 
 import (
 	"bytes"
@@ -20,21 +27,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/lab"
 	"github.com/rdmago/rdmago/tools/lab/labproto"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
-// `rdmalab bench`: rdmaperf (Go, package uverbs) against perftest (C,
-// rdma-core) in the same guests, the same boot, interleaved run by run, over
-// one VM (rxe loopback) and two VMs (a RoCEv2 wire), repeated; plus the host
-// microbenchmark of post+poll on fake rings, system calls per operation
-// (strace -c, both tools), and rdma_cm connection setup against cmtime. It
-// writes report.md, report.json and bw.png.
-
-// BenchOptions configure RunBench.
-type BenchOptions struct {
-	Options          // kernel, time limit, log; Nodes is ignored (see Topologies)
-	Topologies []int // node counts to run: 1 and/or 2
+// Options configure Run.
+type Options struct {
+	lab.Options       // kernel, time limit, log; Nodes is ignored (see Topologies)
+	Topologies  []int // node counts to run: 1 and/or 2
 
 	Tests    []string // rdmaperf test names; atomic_lat runs FETCH_AND_ADD and CMP_AND_SWAP
 	BWSizes  []int    // message sizes of the bandwidth tests
@@ -57,11 +58,11 @@ type BenchOptions struct {
 	OutDir string // where the report, rdmaperf and the raw outputs go (inside the repository)
 }
 
-// DefaultBenchOptions is the small run the README advertises: a few minutes
+// DefaultOptions is the small run the README advertises: a few minutes
 // under TCG.
-func DefaultBenchOptions() BenchOptions {
-	return BenchOptions{
-		Options:    Options{Kernel: DefaultKernel, Timeout: 60 * time.Minute},
+func DefaultOptions() Options {
+	return Options{
+		Options:    lab.Options{Kernel: lab.DefaultKernel, Timeout: 60 * time.Minute},
 		Topologies: []int{1, 2},
 		Tests:      []string{"write_bw", "read_bw", "send_bw", "write_lat", "send_lat", "read_lat", "atomic_lat"},
 		BWSizes:    []int{64, 4096, 65536},
@@ -147,8 +148,8 @@ type hostBench struct {
 	Runs        int     `json:"runs"`
 }
 
-// BenchReport is everything a bench run found; report.json is this.
-type BenchReport struct {
+// Report is everything a bench run found; report.json is this.
+type Report struct {
 	Date       string            `json:"date"`
 	Kernel     string            `json:"kernel"`
 	Topologies []int             `json:"topologies"`
@@ -178,13 +179,13 @@ type benchOptionsJSON struct {
 
 // bencher runs one bench.
 type bencher struct {
-	o      BenchOptions
+	o      Options
 	log    io.Writer
 	out    string // absolute OutDir
 	perf   string // absolute path of the static rdmaperf
-	rep    *BenchReport
+	rep    *Report
 	port   int
-	lab    *Lab
+	lab    *lab.Lab
 	gid    []string // per node
 	dev    []string
 	addr   []string
@@ -194,9 +195,9 @@ type bencher struct {
 	failMu sync.Mutex
 }
 
-// RunBench is `rdmalab bench`. It returns the report it wrote to
+// Run is `rdmalab bench`. It returns the report it wrote to
 // OutDir/report.md (also report.json and bw.png).
-func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
+func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Log == nil {
 		o.Log = os.Stderr
 	}
@@ -212,14 +213,14 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if underTmp(out) {
+	if lab.UnderTmp(out) {
 		return nil, fmt.Errorf("--out %s: the guests have a /tmp of their own; pick a directory elsewhere", out)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
 	b := &bencher{o: o, log: o.Log, out: out, repo: cwd, port: 18700}
-	b.rep = &BenchReport{
+	b.rep = &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
 		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{},
 		Options: benchOptionsJSON{Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
@@ -248,7 +249,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	return b.rep, nil
 }
 
-func (o *BenchOptions) check() error {
+func (o *Options) check() error {
 	if o.Reps < 1 {
 		return fmt.Errorf("--reps %d: at least one repetition", o.Reps)
 	}
@@ -421,13 +422,13 @@ func indent(s string) string {
 func (b *bencher) topology(ctx context.Context, n int) error {
 	o := b.o.Options
 	o.Nodes = n
-	shares, _, err := defaultShares(append(append([]string(nil), o.Shares...), b.out))
+	shares, err := lab.Shares(append(append([]string(nil), o.Shares...), b.out))
 	if err != nil {
 		return err
 	}
 	o.Shares = shares
 	fmt.Fprintf(b.log, "rdmalab bench: booting %d node(s)\n", n)
-	l, err := Start(ctx, o)
+	l, err := lab.Start(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -564,7 +565,7 @@ type stepOut struct {
 func (b *bencher) step(script func(node int) string, limit time.Duration) ([]stepOut, error) {
 	n := b.lab.Nodes()
 	steps := make([]labproto.StepMsg, n)
-	outs := make([]Output, n)
+	outs := make([]lab.Output, n)
 	bufs := make([]*bytes.Buffer, n)
 	for i := range steps {
 		bufs[i] = &bytes.Buffer{}
@@ -573,7 +574,7 @@ func (b *bencher) step(script func(node int) string, limit time.Duration) ([]ste
 			s = "true"
 		}
 		steps[i] = labproto.StepMsg{Args: []string{"/bin/sh", "-c", s}, Dir: b.repo, Env: []string{"LC_ALL=C"}}
-		outs[i] = Output{Stdout: bufs[i], Stderr: bufs[i]}
+		outs[i] = lab.Output{Stdout: bufs[i], Stderr: bufs[i]}
 	}
 	t0 := time.Now()
 	res, err := b.lab.Run(steps, outs)

@@ -1,6 +1,6 @@
 // Copyright 2026 The rdmago Authors.
 
-package lab
+package bench
 
 import (
 	"encoding/json"
@@ -116,7 +116,7 @@ func caseStatsOf(c *benchCase) caseStats {
 }
 
 // writeBenchReport writes report.json, report.md and bw.png into dir.
-func writeBenchReport(r *BenchReport, dir string) error {
+func writeBenchReport(r *Report, dir string) error {
 	j, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func fig(v float64) string {
 }
 
 // benchMarkdown renders the report.
-func benchMarkdown(r *BenchReport) string {
+func benchMarkdown(r *Report) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# rdmago (rdmaperf) vs rdma-core (perftest)\n\n")
@@ -307,7 +307,7 @@ func joinInts(v []int) string {
 }
 
 // goalLines summarises the goals with the numbers behind them.
-func goalLines(r *BenchReport) [][2]string {
+func goalLines(r *Report) [][2]string {
 	var out [][2]string
 	summarise := func(name string, pick func(*benchCase) bool) {
 		var met, total int

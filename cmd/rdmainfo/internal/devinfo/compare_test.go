@@ -172,7 +172,7 @@ func union(a, b map[string]bool) map[string]bool {
 // 9p share for every case is slow).
 var fixtureFiles sync.Map // name → map[string][]byte (relative path → contents; nil for a directory)
 
-// fixtureRoot copies the lab-captured tree ../sysfs/testdata/NAME to a
+// fixtureRoot copies the lab-captured tree internal/sysfs/testdata/NAME to a
 // temporary directory the test may change, restoring the device nodes'
 // permissions from the capture's `ls -ln /dev/infiniband` (git keeps no
 // modes).
@@ -180,7 +180,7 @@ func fixtureRoot(t *testing.T, name string) string {
 	t.Helper()
 	v, ok := fixtureFiles.Load(name)
 	if !ok {
-		src := filepath.Join("../sysfs/testdata", name)
+		src := filepath.Join("../../../../internal/sysfs/testdata", name)
 		files := map[string][]byte{}
 		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {

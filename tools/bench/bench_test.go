@@ -1,6 +1,6 @@
 // Copyright 2026 The rdmago Authors.
 
-package lab
+package bench
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/internal/perf"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 func TestParseHostBench(t *testing.T) {
@@ -155,8 +155,8 @@ func TestPairScripts(t *testing.T) {
 	}
 }
 
-func testReport() *BenchReport {
-	r := &BenchReport{Kernel: "6.1.0-56-amd64", Topologies: []int{1, 2}, Reps: 2, ClockMHz: map[string]string{"1 node(s), node 0": "2597.551"},
+func testReport() *Report {
+	r := &Report{Kernel: "6.1.0-56-amd64", Topologies: []int{1, 2}, Reps: 2, ClockMHz: map[string]string{"1 node(s), node 0": "2597.551"},
 		Options: benchOptionsJSON{Tests: []string{"write_bw", "write_lat"}, BWSizes: []int{64, 4096}, LatSizes: []int{2}}}
 	for _, n := range []int{1, 2} {
 		for _, size := range []int{64, 4096, 65536} {
@@ -248,20 +248,20 @@ func TestBWChart(t *testing.T) {
 	}
 }
 
-func TestBenchOptionsCheck(t *testing.T) {
-	o := DefaultBenchOptions()
+func TestOptionsCheck(t *testing.T) {
+	o := DefaultOptions()
 	if err := o.check(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	for _, mod := range []func(*BenchOptions){
-		func(o *BenchOptions) { o.Reps = 0 },
-		func(o *BenchOptions) { o.Topologies = []int{3} },
-		func(o *BenchOptions) { o.Tests = []string{"write_bandwidth"} },
-		func(o *BenchOptions) { o.Tests = []string{"conn_time"} },
-		func(o *BenchOptions) { o.BWSizes = []int{0} },
-		func(o *BenchOptions) { o.LatIters = 2 },
+	for _, mod := range []func(*Options){
+		func(o *Options) { o.Reps = 0 },
+		func(o *Options) { o.Topologies = []int{3} },
+		func(o *Options) { o.Tests = []string{"write_bandwidth"} },
+		func(o *Options) { o.Tests = []string{"conn_time"} },
+		func(o *Options) { o.BWSizes = []int{0} },
+		func(o *Options) { o.LatIters = 2 },
 	} {
-		o := DefaultBenchOptions()
+		o := DefaultOptions()
 		mod(&o)
 		if err := o.check(); err == nil {
 			t.Errorf("accepted %+v", o)
@@ -270,7 +270,7 @@ func TestBenchOptionsCheck(t *testing.T) {
 }
 
 func TestBenchCases(t *testing.T) {
-	o := DefaultBenchOptions()
+	o := DefaultOptions()
 	b := &bencher{o: o}
 	cs := b.cases(1)
 	// 3 BW tests x 3 sizes + 3 latency tests x 2 sizes + 2 atomics.

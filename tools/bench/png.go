@@ -1,6 +1,6 @@
 // Copyright 2026 The rdmago Authors.
 
-package lab
+package bench
 
 import (
 	"bytes"
@@ -160,7 +160,7 @@ func niceCeil(v float64) float64 {
 }
 
 // bwChart draws bw.png from the report's bandwidth cases.
-func bwChart(r *BenchReport) ([]byte, error) {
+func bwChart(r *Report) ([]byte, error) {
 	var topos []int
 	for _, n := range r.Topologies {
 		for _, c := range r.Cases {
@@ -186,7 +186,7 @@ func bwChart(r *BenchReport) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func drawPanel(c canvas, r *BenchReport, nodes int, area image.Rectangle, scale int) {
+func drawPanel(c canvas, r *Report, nodes int, area image.Rectangle, scale int) {
 	title := "BW AVERAGE VS MESSAGE SIZE - " + strings.ToUpper(topoName(nodes))
 	c.text(area.Min.X+20, area.Min.Y+8, title, black, scale)
 	plot := image.Rect(area.Min.X+90, area.Min.Y+60, area.Max.X-200, area.Max.Y-60)

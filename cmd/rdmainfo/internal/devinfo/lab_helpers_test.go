@@ -73,7 +73,7 @@ func labNetdev(t *testing.T, env labtest.Env) string {
 		if labtest.InLab() {
 			t.Fatal("the lab did not set RDMALAB_NETDEV")
 		}
-		t.Skip("needs the lab's netdev (RDMALAB_NETDEV): run it with `go run ./cmd/rdmalab test ./internal/devinfo`")
+		t.Skip("needs the lab's netdev (RDMALAB_NETDEV): run it with `go run ./cmd/rdmalab test ./cmd/rdmainfo/internal/devinfo`")
 	}
 	return env.Netdev
 }

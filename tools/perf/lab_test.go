@@ -24,8 +24,8 @@ import (
 // (two nodes: node 0 serves, node 1 is the client). They check that the
 // figures are sane and the counters consistent, never how fast anything is.
 //
-//	go run ./cmd/rdmalab test ./internal/perf
-//	go run ./cmd/rdmalab test --nodes 2 ./internal/perf
+//	go run ./cmd/rdmalab test ./tools/perf
+//	go run ./cmd/rdmalab test --nodes 2 ./tools/perf
 
 // rdmaperfEnv makes the test binary run rdmaperf with the arguments it holds
 // (see TestMain): client and server run as processes of their own, as

@@ -1,0 +1,263 @@
+// Copyright 2026 The rdmago Authors.
+
+// Package demo is `rdmalab demo` (`make demo`): two lab nodes, rdmacp sends
+// a random file from node 1 to node 0 over RDMA Write and both sides verify
+// it, with rdma-core's ib_write_bw measured between the same two nodes in
+// the same boot for comparison.
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rdmago/rdmago/tools/lab"
+)
+
+// demoScript is what each node runs in the demo: node 0 serves ib_write_bw
+// and then `rdmacp recv --once` into the guest's own tmpfs; node 1 makes a
+// random file, measures ib_write_bw against node 0 at rdmacp's slot size
+// and sends the file with rdmacp. Lines starting "DEMO " are the facts
+// Run checks afterwards; the rest is narration.
+const demoScript = `set -e
+SZ=$DEMO_SLOT
+if [ "$RDMALAB_NODE" = 0 ]; then
+  echo "== rxe device: $(ibv_devinfo -d "$RDMALAB_DEV" | grep -E 'hca_id|transport|state|active_mtu' | tr -s ' \t' ' ' | tr '\n' ';')"
+  echo "== ib_write_bw server on $RDMALAB_ADDR ($SZ-byte RDMA Writes)"
+  ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" >/tmp/bw.txt 2>&1 || { cat /tmp/bw.txt; exit 1; }
+  dst=/tmp/rdmacp-demo
+  mkdir -p "$dst"
+  echo "== rdmacp recv --once into $dst (node 0's tmpfs), listening on $RDMALAB_ADDR:18620"
+  "$DEMO_RDMACP" recv --once --json --slot-size "$SZ" --listen "$RDMALAB_ADDR:18620" "$dst" >/tmp/recv.json
+  echo "DEMO recv-json $(cat /tmp/recv.json)"
+  echo "DEMO recv-rehash $(sha256sum "$dst/demo.bin" | cut -d' ' -f1)"
+  echo "DEMO recv-size $(stat -c %s "$dst/demo.bin")"
+else
+  head -c "$DEMO_BYTES" /dev/urandom >/tmp/demo.bin
+  echo "DEMO send-file-sha256 $(sha256sum /tmp/demo.bin | cut -d' ' -f1)"
+  echo "== ib_write_bw $RDMALAB_ADDR -> $RDMALAB_PEER"
+  ok=
+  for try in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+    sleep 1
+    if ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" "$RDMALAB_PEER" >/tmp/bw.txt 2>&1; then ok=1; break; fi
+  done
+  [ -n "$ok" ] || { cat /tmp/bw.txt; exit 1; }
+  echo "DEMO bw $(grep -E "^ *$SZ " /tmp/bw.txt | head -1)"
+  echo "== rdmacp send /tmp/demo.bin ($DEMO_BYTES random bytes) -> $RDMALAB_PEER:18620"
+  "$DEMO_RDMACP" send --json --wait 60s --slot-size "$SZ" /tmp/demo.bin "$RDMALAB_PEER:18620" >/tmp/send.json
+  echo "DEMO send-json $(cat /tmp/send.json)"
+fi`
+
+// demoFacts are the DEMO lines of both nodes.
+type demoFacts struct {
+	sendFile, recvRehash string // sha256 hex: of node 1's file, of node 0's copy
+	recvSize             int64
+	bwMBs                float64 // ib_write_bw's average, MB/s as perftest counts them (2^20 bytes)
+	send, recv           demoSummary
+	seen                 map[string]bool
+}
+
+// demoSummary is the part of rdmacp's --json output the demo checks.
+type demoSummary struct {
+	OK         bool    `json:"ok"`
+	Verified   int     `json:"verified"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"throughput_bytes_per_second"`
+	Error      string  `json:"error"`
+	Files      []struct {
+		Name     string `json:"name"`
+		SHA256   string `json:"sha256"`
+		Verified bool   `json:"verified"`
+	} `json:"files"`
+}
+
+func parseDemo(out []byte) (*demoFacts, error) {
+	f := &demoFacts{seen: map[string]bool{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, "DEMO ")
+		if i < 0 {
+			continue
+		}
+		key, val, _ := strings.Cut(line[i+len("DEMO "):], " ")
+		val = strings.TrimSpace(val)
+		f.seen[key] = true
+		var err error
+		switch key {
+		case "send-file-sha256":
+			f.sendFile = val
+		case "recv-rehash":
+			f.recvRehash = val
+		case "recv-size":
+			f.recvSize, err = strconv.ParseInt(val, 10, 64)
+		case "bw":
+			// #bytes #iterations BW-peak BW-average MsgRate
+			fields := strings.Fields(val)
+			if len(fields) < 4 {
+				return nil, fmt.Errorf("ib_write_bw result line %q: want 5 columns", val)
+			}
+			f.bwMBs, err = strconv.ParseFloat(fields[3], 64)
+		case "send-json":
+			err = json.Unmarshal([]byte(val), &f.send)
+		case "recv-json":
+			err = json.Unmarshal([]byte(val), &f.recv)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("demo line %q: %v", line, err)
+		}
+	}
+	for _, k := range []string{"send-file-sha256", "recv-rehash", "recv-size", "bw", "send-json", "recv-json"} {
+		if !f.seen[k] {
+			return nil, fmt.Errorf("a node did not report %q (see its output above)", k)
+		}
+	}
+	return f, nil
+}
+
+// check lists every way the transfer was not verified end to end.
+func (f *demoFacts) check(size int64) []string {
+	var bad []string
+	if !f.send.OK || f.send.Verified != 1 {
+		bad = append(bad, fmt.Sprintf("sender: ok=%v verified=%d %s", f.send.OK, f.send.Verified, f.send.Error))
+	}
+	if !f.recv.OK || f.recv.Verified != 1 {
+		bad = append(bad, fmt.Sprintf("receiver: ok=%v verified=%d %s", f.recv.OK, f.recv.Verified, f.recv.Error))
+	}
+	digest := func(s demoSummary) string {
+		if len(s.Files) != 1 {
+			return ""
+		}
+		return s.Files[0].SHA256
+	}
+	if len(f.sendFile) != 64 {
+		bad = append(bad, fmt.Sprintf("node 1's sha256sum printed %q", f.sendFile))
+	}
+	for _, c := range []struct{ what, got string }{
+		{"sender's rdmacp digest", digest(f.send)},
+		{"receiver's rdmacp digest", digest(f.recv)},
+		{"sha256sum of the received file", f.recvRehash},
+	} {
+		if c.got != f.sendFile {
+			bad = append(bad, fmt.Sprintf("%s %q differs from the source file's %s", c.what, c.got, f.sendFile))
+		}
+	}
+	if f.recvSize != size || f.send.Bytes != size {
+		bad = append(bad, fmt.Sprintf("sizes: received file %d, sender moved %d, want %d", f.recvSize, f.send.Bytes, size))
+	}
+	if f.bwMBs <= 0 {
+		bad = append(bad, "ib_write_bw reported no bandwidth")
+	}
+	return bad
+}
+
+// buildRdmacp builds cmd/rdmacp statically into dir (the guest runs it from
+// the host's file system).
+func buildRdmacp(ctx context.Context, dir string, stderr io.Writer) (string, error) {
+	out := filepath.Join(dir, "rdmacp")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "github.com/rdmago/rdmago/cmd/rdmacp")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build rdmacp (run the demo from the repository, as `make demo`): %w", err)
+	}
+	return out, nil
+}
+
+// Options configure Run.
+type Options struct {
+	lab.RunOptions       // Nodes is ignored: the demo boots two
+	Size           int64 // bytes of random data to send (keep it small: the VMs are emulated)
+	SlotSize       int64 // rdmacp's slot size and ib_write_bw's message size, 4096..16 MiB
+}
+
+// Check reports sizes the demo cannot run with.
+func (o Options) Check() error {
+	if o.Size < 1 || o.SlotSize < 4096 || o.SlotSize > 16<<20 {
+		return errors.New("want --size ≥ 1 and --slot-size in 4096..16777216")
+	}
+	return nil
+}
+
+// Result is what the demo found.
+type Result struct {
+	// Status is the first non-zero exit status of a node; when it is not 0
+	// nothing else below is set.
+	Status int
+	// Problems lists every way the transfer was not verified end to end
+	// (or why the nodes' report could not be read); empty when it was.
+	Problems []string
+
+	SourceSHA256 string  // sha256sum of the file on node 1
+	SentSHA256   string  // rdmacp send's own hash
+	RecvSHA256   string  // rdmacp recv's hash of what arrived
+	NewSHA256    string  // sha256sum of the new file on node 0
+	SentBytes    int64   // bytes rdmacp send moved
+	Seconds      float64 // rdmacp send's time
+	RdmacpMBs    float64 // rdmacp send's throughput, MB/s (2^20 bytes)
+	WriteBWMBs   float64 // ib_write_bw's average, MB/s as perftest counts them (2^20 bytes)
+}
+
+// Run builds rdmacp, boots two lab nodes and runs the demo: the nodes'
+// output streams to stdout, progress goes to stderr. An error is a demo
+// that could not run; a demo that ran and failed has Result.Status or
+// Result.Problems set.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	o.Nodes = 2
+	dir, err := os.MkdirTemp("", "rdmalab-demo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Fprintln(stderr, "rdmalab demo: building rdmacp (CGO_ENABLED=0, static)")
+	bin, err := buildRdmacp(ctx, dir, stderr)
+	if err != nil {
+		return nil, err
+	}
+	o.Shares = append(o.Shares, dir)
+	iters := max(8, min(64, 32*(1<<20)/o.SlotSize)) // about 32 MiB of writes
+	o.Env = append(o.Env, "DEMO_RDMACP="+bin, fmt.Sprintf("DEMO_BYTES=%d", o.Size),
+		fmt.Sprintf("DEMO_SLOT=%d", o.SlotSize), fmt.Sprintf("DEMO_ITERS=%d", iters))
+
+	fmt.Fprintln(stderr, "rdmalab demo: booting two VMs with Soft-RoCE joined by a virtual wire (software emulation: about 15 s)")
+	var out bytes.Buffer
+	status, err := lab.RunCommand(ctx, o.RunOptions, []string{"sh", "-c", demoScript}, io.MultiWriter(stdout, &out), stderr)
+	if err != nil {
+		return nil, err
+	}
+	if status != 0 {
+		return &Result{Status: status}, nil
+	}
+	f, err := parseDemo(out.Bytes())
+	if err != nil {
+		return &Result{Problems: []string{err.Error()}}, nil
+	}
+	if bad := f.check(o.Size); len(bad) > 0 {
+		return &Result{Problems: bad}, nil
+	}
+	const mib = 1 << 20
+	return &Result{
+		SourceSHA256: f.sendFile,
+		SentSHA256:   f.send.Files[0].SHA256,
+		RecvSHA256:   f.recv.Files[0].SHA256,
+		NewSHA256:    f.recvRehash,
+		SentBytes:    f.send.Bytes,
+		Seconds:      f.send.Seconds,
+		RdmacpMBs:    f.send.Throughput / mib,
+		WriteBWMBs:   f.bwMBs,
+	}, nil
+}

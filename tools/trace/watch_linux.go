@@ -1,0 +1,230 @@
+// Copyright 2026 The rdmago Authors.
+
+package trace
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// WatchOptions configure Watch: which events rdmatrace shows and how.
+type WatchOptions struct {
+	Options // which processes to trace, and whether to probe rxe
+
+	Dev      string        // show only uverbs calls on this RDMA device (e.g. rxe0) and its counters; "" shows all
+	JSON     bool          // one JSON object per event instead of a line
+	Summary  bool          // counts and latencies instead of events (at the end, and every Interval)
+	Hist     bool          // with Summary: a latency histogram per operation
+	Interval time.Duration // with Summary: also write it every Interval; 0 only at the end
+	Quiet    bool          // do not list the probes that were skipped
+}
+
+// Check reports options that do not go together, and a Dev that is not an
+// RDMA device here.
+func (o WatchOptions) Check() error {
+	if o.Interval < 0 {
+		return fmt.Errorf("--interval must not be negative")
+	}
+	if o.Interval > 0 && !o.Summary {
+		return fmt.Errorf("--interval needs --summary")
+	}
+	if o.Dev != "" {
+		if _, err := os.Stat(SysfsInfiniband + "/" + o.Dev); err != nil {
+			return fmt.Errorf("--dev %s: no such RDMA device (see ls %s)", o.Dev, SysfsInfiniband)
+		}
+	}
+	return nil
+}
+
+// keep reports whether event e passes the filters that the probes do not
+// apply in the kernel: a CM event is delivered in kernel context and cannot
+// be attributed to a process, so a PID or command filter drops it; a Dev
+// filter drops calls on other known devices.
+func (o WatchOptions) keep(e Event, devices map[uint32]string) bool {
+	if e.Kind == KindCMEvent && (o.PID != 0 || o.Comm != "") {
+		return false
+	}
+	if o.Dev != "" && e.Dev != 0 && devices[e.Dev] != "" && devices[e.Dev] != o.Dev {
+		return false
+	}
+	return true
+}
+
+// Watch is rdmatrace's trace mode: it attaches the probes (New), writes
+// every event that passes the filters to stdout (a line, JSON, or into the
+// summary) until ctx is done, and then the summary, the rxe data-path hit
+// counts and the hw_counters that changed. Skipped probes, progress and
+// lost events go to stderr. It needs what New needs.
+func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	t, err := New(o.Options)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if !o.Quiet {
+		WriteProbes(stderr, t.Probes(), false)
+	}
+	var devs []string
+	if o.Dev != "" {
+		devs = []string{o.Dev}
+	}
+	hwBefore, _ := ReadHWCounters(SysfsInfiniband, devs)
+
+	f := &Formatter{
+		Names:    ABINames{},
+		Devices:  UverbsDevices("/sys/class/infiniband_verbs"),
+		Start:    monotonicNow(),
+		PageSize: os.Getpagesize(),
+	}
+	sum := NewSummary(f)
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	fmt.Fprintln(stderr, "rdmatrace: tracing; Ctrl-C to stop")
+	var tick <-chan time.Time
+	if o.Interval > 0 {
+		tk := time.NewTicker(o.Interval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	events := make(chan Event, 256)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(events)
+		for {
+			e, err := t.Read(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					readErr <- err
+				}
+				return
+			}
+			events <- e
+		}
+	}()
+loop:
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				break loop
+			}
+			if !o.keep(e, f.Devices) {
+				continue
+			}
+			switch {
+			case o.Summary:
+				sum.Add(e)
+			case o.JSON:
+				b, err := f.JSON(e)
+				if err != nil {
+					return err
+				}
+				out.Write(append(b, '\n'))
+			default:
+				fmt.Fprintln(out, f.Line(e))
+			}
+			if len(events) == 0 {
+				out.Flush()
+			}
+		case <-tick:
+			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
+			sum.Write(out, o.Hist)
+			writeRXE(out, stderr, t, hwBefore, devs)
+			out.Flush()
+		}
+	}
+	select {
+	case err := <-readErr:
+		return err
+	default:
+	}
+
+	w := stderr
+	if o.Summary {
+		sum.Write(out, o.Hist)
+		w = out
+	}
+	writeRXE(w, stderr, t, hwBefore, devs)
+	if ringFull, inflightFull, err := t.Lost(); err == nil && ringFull+inflightFull > 0 {
+		fmt.Fprintf(stderr, "rdmatrace: lost %d events (ring buffer full) and %d calls (in-flight table full)\n", ringFull, inflightFull)
+	}
+	out.Flush()
+	return t.Close()
+}
+
+// ListProbes is `rdmatrace probes`: it attaches every probe, writes which
+// ones this kernel has to w, and detaches. It needs what New needs.
+func ListProbes(w io.Writer) error {
+	t, err := New(Options{})
+	if err != nil {
+		return err
+	}
+	WriteProbes(w, t.Probes(), true)
+	return t.Close()
+}
+
+// WriteProbes writes a line per probe that was skipped and why, and with
+// verbose also one per attached probe and what it records.
+func WriteProbes(w io.Writer, probes []Probe, verbose bool) {
+	for _, p := range probes {
+		switch {
+		case p.Attached && verbose:
+			fmt.Fprintf(w, "attached  %-40s %s\n", p.Name, p.Note)
+		case p.Attached:
+		default:
+			fmt.Fprintf(w, "skipped   %-40s %v\n", p.Name, p.Err)
+		}
+	}
+}
+
+// writeRXE writes the rxe hit counts and the hw_counters that changed since
+// hwBefore to w; a failure to read the counts goes to stderr.
+func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []HWCounters, devs []string) {
+	counts, err := t.RXECounts()
+	if err != nil {
+		fmt.Fprintln(stderr, "rdmatrace:", err)
+	}
+	if len(counts) > 0 {
+		fmt.Fprintln(w, "\nrxe data path (kprobe hits):")
+		for _, c := range counts {
+			qp := fmt.Sprintf("qpn %d", c.QPN)
+			if c.QPN == QPNUnknown {
+				qp = "qpn ?"
+			}
+			what := c.Func
+			if c.Error {
+				what += " (error status)"
+			}
+			fmt.Fprintf(w, "  %-32s %-10s %d\n", what, qp, c.Count)
+		}
+	}
+	now, err := ReadHWCounters(SysfsInfiniband, devs)
+	if err != nil {
+		return
+	}
+	if d := DiffHWCounters(hwBefore, now, false); len(d) > 0 {
+		fmt.Fprintln(w, "\nhw_counters changes:")
+		for _, c := range d {
+			fmt.Fprintf(w, "  %s/%d %-24s +%d (%d)\n", c.Dev, c.Port, c.Name, c.Now-c.Before, c.Now)
+		}
+	}
+}
+
+// monotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of the events'
+// time stamps (bpf_ktime_get_ns); 0 if it cannot be read.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}

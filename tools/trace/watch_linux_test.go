@@ -1,0 +1,50 @@
+// Copyright 2026 The rdmago Authors.
+
+package trace
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWatchFilters(t *testing.T) {
+	devices := map[uint32]string{1: "rxe0", 2: "rxe1"}
+	call := func(dev uint32) Event { return Event{Kind: KindVerbsWrite, Dev: dev} }
+	cm := Event{Kind: KindCMEvent}
+	for _, tc := range []struct {
+		o    WatchOptions
+		e    Event
+		keep bool
+	}{
+		{WatchOptions{}, cm, true},
+		{WatchOptions{Options: Options{PID: 7}}, cm, false},
+		{WatchOptions{Options: Options{Comm: "rping"}}, cm, false},
+		{WatchOptions{Options: Options{PID: 7}}, call(1), true},
+		{WatchOptions{Dev: "rxe0"}, call(1), true},
+		{WatchOptions{Dev: "rxe0"}, call(2), false},
+		{WatchOptions{Dev: "rxe0"}, call(0), true}, // device unknown: kept
+		{WatchOptions{Dev: "rxe0"}, call(9), true}, // not a uverbs device we know: kept
+	} {
+		if got := tc.o.keep(tc.e, devices); got != tc.keep {
+			t.Errorf("%+v keeps %+v: %v, want %v", tc.o, tc.e, got, tc.keep)
+		}
+	}
+}
+
+func TestWatchOptionsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		o    WatchOptions
+		want string
+	}{
+		{WatchOptions{Interval: -1}, "must not be negative"},
+		{WatchOptions{Interval: 1}, "--interval needs --summary"},
+		{WatchOptions{Dev: "nosuchdev0"}, "no such RDMA device"},
+	} {
+		if err := tc.o.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one containing %q", tc.o, err, tc.want)
+		}
+	}
+	if err := (WatchOptions{Interval: 1, Summary: true}).Check(); err != nil {
+		t.Error(err)
+	}
+}
