@@ -17,7 +17,6 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
-	"golang.org/x/sys/unix"
 )
 
 // Context is an open RDMA device (struct ibv_context): the uverbs file
@@ -173,10 +172,10 @@ func OpenDevice(d Device) (*Context, error) {
 	}
 	fd, err := sys.Open(d.Path)
 	if err != nil {
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 			return nil, fmt.Errorf("open %s: %w (the uverbs device needs read-write access: check its permissions or the rdma group)", d.Path, err)
 		}
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, syscall.ENOENT) {
 			return nil, fmt.Errorf("open %s: %w (%w)", d.Path, err, ErrNoDevice)
 		}
 		return nil, fmt.Errorf("open %s: %w", d.Path, err)
@@ -329,7 +328,7 @@ func (c *Context) write(command uint32, req []byte, resp unsafe.Pointer, respLen
 		return err
 	}
 	if n != len(buf) {
-		return fmt.Errorf("short write %d of %d: %w", n, len(buf), unix.EIO)
+		return fmt.Errorf("short write %d of %d: %w", n, len(buf), syscall.EIO)
 	}
 	return nil
 }
@@ -373,7 +372,7 @@ type ioctlBuf struct {
 // Memory that PTR attributes point to must be pinned by the caller.
 func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
 	if len(attrs) > maxIoctlAttrs {
-		return fmt.Errorf("ioctl with %d attributes: %w", len(attrs), unix.EINVAL)
+		return fmt.Errorf("ioctl with %d attributes: %w", len(attrs), syscall.EINVAL)
 	}
 	b := new(ioctlBuf)
 	b.hdr = abi.IoctlHdr{
@@ -398,7 +397,7 @@ func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
 // ENOTTY (no ioctl interface) or EPROTONOSUPPORT (method or mandatory
 // attribute unknown), as libibverbs' execute_ioctl_fallback decides.
 func noIoctl(err error) bool {
-	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT)
+	return errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EPROTONOSUPPORT)
 }
 
 // getContext allocates the kernel's user context and returns the async event

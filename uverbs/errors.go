@@ -5,13 +5,13 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/sys"
+	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Sentinel errors; test with errors.Is. Errors from the kernel wrap the errno
-// (unix.Errno) with the operation, e.g. "create cq: cannot allocate memory".
+// (syscall.Errno) with the operation, e.g. "create cq: cannot allocate memory".
 var (
 	// ErrNoDevice means no RDMA device is present or none matched.
 	ErrNoDevice = errors.New("no RDMA device: load rdma_rxe and create a Soft-RoCE device with `rdmainfo link add rxe0 type rxe netdev IF` (or `rdma link add ...`), or run inside the lab with `go run ./cmd/rdmalab`")
@@ -43,7 +43,7 @@ func (e *PostError) Unwrap() error { return e.Err }
 // memlockHint explains ENOMEM from MR registration: it almost always means
 // the pinned pages would exceed RLIMIT_MEMLOCK.
 func memlockHint(err error, length int) error {
-	if !errors.Is(err, unix.ENOMEM) {
+	if !errors.Is(err, syscall.ENOMEM) {
 		return err
 	}
 	limit := "unknown"

@@ -11,10 +11,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 // DeviceAttr is struct ibv_device_attr(_ex), the limits and capabilities of a
@@ -169,7 +169,7 @@ func portAttrFrom(r *abi.QueryPortResp) PortAttr {
 // the write command.
 func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if port < 1 || port > 255 {
-		return PortAttr{}, fmt.Errorf("query port %d: ports are numbered from 1: %w", port, unix.EINVAL)
+		return PortAttr{}, fmt.Errorf("query port %d: ports are numbered from 1: %w", port, syscall.EINVAL)
 	}
 	resp := new(abi.QueryPortRespEx)
 	var pin runtime.Pinner
@@ -267,7 +267,7 @@ func (c *Context) gidTableIoctl(max int) ([]GIDEntry, error) {
 		return nil, err
 	}
 	if *count > uint64(max) {
-		return nil, fmt.Errorf("kernel returned %d gid entries for a table of %d: %w", *count, max, unix.EOVERFLOW)
+		return nil, fmt.Errorf("kernel returned %d gid entries for a table of %d: %w", *count, max, syscall.EOVERFLOW)
 	}
 	out := make([]GIDEntry, 0, *count)
 	for _, r := range raw[:*count] {

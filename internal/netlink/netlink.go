@@ -14,6 +14,12 @@ import (
 	"fmt"
 )
 
+// Netlink protocols, the proto argument of Dial (include/uapi/linux/netlink.h).
+const (
+	NETLINK_ROUTE = 0
+	NETLINK_RDMA  = 20
+)
+
 // HeaderLen is sizeof(struct nlmsghdr).
 const HeaderLen = 16
 
