@@ -8,21 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sys"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
-// Where the kernel publishes the rdma_cm character device. Variables so tests
-// can point them elsewhere.
-var (
-	ucmDevPath    = "/dev/infiniband/rdma_cm"
-	ucmABIVersion = "/sys/class/misc/rdma_cm/abi_version"
-)
+// Where the kernel publishes the rdma_cm character device (a variable so
+// tests can point it elsewhere) and its ABI version, in sysfs.
+var ucmDevPath = "/dev/infiniband/rdma_cm"
+
+const ucmSysfsDir = "/sys/class/misc/rdma_cm"
 
 // ucmDev is the real /dev/infiniband/rdma_cm: a non-blocking descriptor
 // registered with Go's netpoller (os.NewFile), so waiting for an event parks a
@@ -49,8 +47,8 @@ func openUCM() (*ucmDev, error) {
 		nl.Close()
 	}
 	if abiv < 0 {
-		if b, err := os.ReadFile(ucmABIVersion); err == nil {
-			abiv, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if v, err := sysfs.New("/").ABIVersion(ucmSysfsDir); err == nil {
+			abiv = v
 		}
 	}
 	if abiv >= 0 && abiv != abi.RDMA_USER_CM_ABI_VERSION {

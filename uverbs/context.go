@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Context is an open RDMA device (struct ibv_context): the uverbs file
@@ -163,8 +163,8 @@ func OpenByIP(addr netip.Addr) (*Context, error) {
 // allocates the user context (GET_CONTEXT, through the ioctl interface of Linux
 // 4.20+ with a fallback to write()). The caller must Close the Context.
 func OpenDevice(d Device) (*Context, error) {
-	if v := readSysfs(sysVerbs, "abi_version"); v != "" && v != strconv.Itoa(abi.IB_USER_VERBS_ABI_VERSION) {
-		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %s, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
+	if v, err := sysRoot.ABIVersion(sysfs.ClassVerbs); err == nil && v != abi.IB_USER_VERBS_ABI_VERSION {
+		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %d, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
 	}
 	prov, err := providerFor(d)
 	if err != nil {

@@ -3,28 +3,19 @@
 package uverbs
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
-// Where the kernel publishes RDMA devices. Variables so tests can point them at
-// a fake tree.
-var (
-	sysVerbs = "/sys/class/infiniband_verbs"
-	sysIB    = "/sys/class/infiniband"
-	devDir   = "/dev/infiniband"
-)
+// sysRoot is where devices are read from: sysfs and /dev of the running
+// system. A variable so tests can root it at a fake tree.
+var sysRoot = sysfs.New("/")
 
 // Device is one RDMA device with a uverbs character device, as listed in
 // sysfs (ibv_get_device_list).
@@ -43,33 +34,21 @@ type Device struct {
 // Devices lists the uverbs devices (ibv_get_device_list). It returns an empty
 // list, not an error, on a machine without RDMA.
 func Devices() ([]Device, error) {
-	ents, err := os.ReadDir(sysVerbs)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list uverbs devices: %w", err)
+	vs, err := sysRoot.VerbsDevices()
+	if err != nil || len(vs) == 0 {
+		return nil, err
 	}
 	ids := driverIDs()
 	var devs []Device
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "uverbs") {
-			continue
-		}
-		dir := filepath.Join(sysVerbs, e.Name())
-		ibdev := readSysfs(dir, "ibdev")
-		if ibdev == "" {
-			continue
-		}
-		abiv, _ := strconv.Atoi(readSysfs(dir, "abi_version"))
+	for _, v := range vs {
 		d := Device{
-			Name:       ibdev,
-			Uverbs:     e.Name(),
-			Path:       filepath.Join(devDir, e.Name()),
-			ABIVersion: abiv,
-			NodeGUID:   readSysfs(filepath.Join(sysIB, ibdev), "node_guid"),
-			Netdevs:    netdevsOf(ibdev),
-			DriverID:   ids[ibdev],
+			Name:       v.IBDev,
+			Uverbs:     v.Name,
+			Path:       sysRoot.Path("/dev/infiniband/" + v.Name),
+			ABIVersion: v.ABIVersion,
+			NodeGUID:   sysRoot.DeviceAttr(v.IBDev, "node_guid"),
+			Netdevs:    sysRoot.Netdevs(v.IBDev),
+			DriverID:   ids[v.IBDev],
 		}
 		devs = append(devs, d)
 	}
@@ -138,34 +117,6 @@ func DeviceByIP(addr netip.Addr) (Device, error) {
 	return Device{}, fmt.Errorf("no interface has address %v: %w", addr, ErrNoDevice)
 }
 
-func readSysfs(dir, name string) string {
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return ""
-	}
-	return string(bytes.TrimSpace(b))
-}
-
-// netdevsOf lists the network interfaces an RDMA device sits on: rxe's
-// "parent" attribute, and the netdevs its GIDs are bound to.
-func netdevsOf(ibdev string) []string {
-	dir := filepath.Join(sysIB, ibdev)
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	add(readSysfs(dir, "parent"))
-	ports, _ := filepath.Glob(filepath.Join(dir, "ports", "*", "gid_attrs", "ndevs", "*"))
-	for _, p := range ports {
-		add(readSysfs(filepath.Dir(p), filepath.Base(p)))
-	}
-	return out
-}
-
 // driverIDs asks RDMA netlink which driver serves each device's uverbs
 // (RDMA_NLDEV_CMD_GET_CHARDEV, attribute RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID).
 // The ioctl interface refuses commands whose header names another driver.
@@ -226,6 +177,5 @@ func DeviceByNodeGUID(guid uint64) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, fmt.Errorf("no RDMA device with node GUID %04x:%04x:%04x:%04x (have %s): %w",
-		guid>>48, guid>>32&0xffff, guid>>16&0xffff, guid&0xffff, strings.Join(names, ", "), ErrNoDevice)
+	return Device{}, fmt.Errorf("no RDMA device with node GUID %s (have %s): %w", sysfs.GUID(guid), strings.Join(names, ", "), ErrNoDevice)
 }
