@@ -9,18 +9,24 @@ import (
 	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Sentinel errors; test with errors.Is. An *EventError matches the sentinel
 // of its event and, for negative statuses, the errno (syscall.ETIMEDOUT, ...).
+//
+// ErrClosed, ErrNoDevice and ErrNotSupported are the same values as
+// uverbs', so errors.Is(err, cm.ErrNoDevice) also matches an error from
+// uverbs.
 var (
 	// ErrClosed means the ID, connection, listener or channel was closed.
-	ErrClosed = errors.New("use of closed rdma_cm object")
+	ErrClosed = sys.ErrClosed
 	// ErrNoDevice means there is no rdma_cm device or no RDMA device
 	// serves the address.
-	ErrNoDevice = errors.New("no RDMA device")
-	// ErrNotSupported means the kernel lacks what was asked for.
-	ErrNotSupported = errors.New("not supported")
+	ErrNoDevice = sys.ErrNoDevice
+	// ErrNotSupported means the kernel (or the operating system) lacks
+	// what was asked for.
+	ErrNotSupported = sys.ErrNotSupported
 	// ErrAddrResolution means the destination address could not be
 	// resolved to an RDMA device and port (ADDR_ERROR).
 	ErrAddrResolution = errors.New("address resolution failed")

@@ -176,7 +176,7 @@ func OpenDevice(d Device) (*Context, error) {
 			return nil, fmt.Errorf("open %s: %w (the uverbs device needs read-write access: check its permissions or the rdma group)", d.Path, err)
 		}
 		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("open %s: %w (%w)", d.Path, err, ErrNoDevice)
+			return nil, fmt.Errorf("open %s: %w (%w: %s)", d.Path, err, ErrNoDevice, noDeviceHint)
 		}
 		return nil, fmt.Errorf("open %s: %w", d.Path, err)
 	}

@@ -69,13 +69,13 @@ func DeviceByName(name string) (Device, error) {
 		}
 	}
 	if name == "" || len(devs) == 0 {
-		return Device{}, ErrNoDevice
+		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, noDeviceHint)
 	}
 	names := make([]string, len(devs))
 	for i, d := range devs {
 		names[i] = d.Name
 	}
-	return Device{}, fmt.Errorf("device %q not found (have %s): %w", name, strings.Join(names, ", "), ErrNoDevice)
+	return Device{}, fmt.Errorf("device %q not found (have %s): %w: %s", name, strings.Join(names, ", "), ErrNoDevice, noDeviceHint)
 }
 
 // DeviceByNetdev returns the RDMA device bound to the network interface
@@ -92,7 +92,7 @@ func DeviceByNetdev(ifname string) (Device, error) {
 			}
 		}
 	}
-	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w", ifname, ErrNoDevice)
+	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w: %s", ifname, ErrNoDevice, noDeviceHint)
 }
 
 // DeviceByIP returns the RDMA device bound to the interface that holds addr.
@@ -114,7 +114,7 @@ func DeviceByIP(addr netip.Addr) (Device, error) {
 			}
 		}
 	}
-	return Device{}, fmt.Errorf("no interface has address %v: %w", addr, ErrNoDevice)
+	return Device{}, fmt.Errorf("no interface has address %v: %w: %s", addr, ErrNoDevice, noDeviceHint)
 }
 
 // driverIDs asks RDMA netlink which driver serves each device's uverbs
