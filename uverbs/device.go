@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
+	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
@@ -32,8 +33,12 @@ type Device struct {
 }
 
 // Devices lists the uverbs devices (ibv_get_device_list). It returns an empty
-// list, not an error, on a machine without RDMA.
+// list, not an error, on a Linux machine without RDMA, and an error matching
+// ErrNotSupported on other systems.
 func Devices() ([]Device, error) {
+	if err := sys.Supported(); err != nil {
+		return nil, fmt.Errorf("list uverbs devices: %w", err)
+	}
 	vs, err := sysRoot.VerbsDevices()
 	if err != nil || len(vs) == 0 {
 		return nil, err

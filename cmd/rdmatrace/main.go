@@ -25,8 +25,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmago/rdmago/tools/trace"
 	"github.com/rdmago/rdmago/tools/trace/capture"
 	"github.com/rdmago/rdmago/tools/trace/ibpkt"
@@ -61,14 +59,6 @@ func signalContext(d time.Duration) (context.Context, context.CancelFunc) {
 	}
 	ctx2, cancel := context.WithTimeout(ctx, d)
 	return ctx2, func() { cancel(); stop() }
-}
-
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
 }
 
 func runProbes(args []string) error {

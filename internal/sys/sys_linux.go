@@ -13,6 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Supported says whether this system has the kernel interfaces rdmago
+// speaks: always on Linux (whether RDMA is loaded is another matter); an
+// error matching ErrNotSupported elsewhere (sys_other.go).
+func Supported() error { return nil }
+
 // Open opens a character device read-write, close-on-exec.
 func Open(path string) (int, error) { return unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0) }
 

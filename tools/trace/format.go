@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
@@ -396,9 +394,10 @@ func sockaddr(b []byte) string {
 	return ""
 }
 
-// errnoName is "EINVAL" for EINVAL (the C spelling strace prints).
+// errnoName is "EINVAL" for EINVAL (the C spelling strace prints), the
+// Linux errno the event carries; "errnoN" when the name is not known.
 func errnoName(e syscall.Errno) string {
-	switch s := unix.ErrnoName(e); s {
+	switch s := linuxErrnoName(e); s {
 	case "ENOTSUP":
 		return "EOPNOTSUPP" // same number on Linux; the kernel spells it this way
 	case "":
