@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 // kernel is the rdma_cm character device as a Channel drives it. The real one
@@ -205,7 +205,7 @@ func (ch *Channel) readOne() (bool, error) {
 		return false, ErrClosed
 	}
 	err := ch.k.write(ch.evCmd, ch.evBuf)
-	if errors.Is(err, unix.EAGAIN) {
+	if errors.Is(err, syscall.EAGAIN) {
 		return false, nil
 	}
 	if err != nil {
@@ -369,7 +369,7 @@ func (ch *Channel) destroy(id *ID) error {
 	if ch.closed {
 		return nil // the descriptor's close destroyed it
 	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
+	if err != nil && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("destroy rdma_cm id %d: %w", id.kid, err)
 	}
 	// A CREATE_ID racing with this destroy may already have been given the

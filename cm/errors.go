@@ -6,21 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Sentinel errors; test with errors.Is. An *EventError matches the sentinel
-// of its event and, for negative statuses, the errno (unix.ETIMEDOUT, ...).
+// of its event and, for negative statuses, the errno (syscall.ETIMEDOUT, ...).
+//
+// ErrClosed, ErrNoDevice and ErrNotSupported are the same values as
+// uverbs', so errors.Is(err, cm.ErrNoDevice) also matches an error from
+// uverbs.
 var (
 	// ErrClosed means the ID, connection, listener or channel was closed.
-	ErrClosed = errors.New("use of closed rdma_cm object")
+	ErrClosed = sys.ErrClosed
 	// ErrNoDevice means there is no rdma_cm device or no RDMA device
 	// serves the address.
-	ErrNoDevice = errors.New("no RDMA device")
-	// ErrNotSupported means the kernel lacks what was asked for.
-	ErrNotSupported = errors.New("not supported")
+	ErrNoDevice = sys.ErrNoDevice
+	// ErrNotSupported means the kernel (or the operating system) lacks
+	// what was asked for.
+	ErrNotSupported = sys.ErrNotSupported
 	// ErrAddrResolution means the destination address could not be
 	// resolved to an RDMA device and port (ADDR_ERROR).
 	ErrAddrResolution = errors.New("address resolution failed")
@@ -166,7 +172,7 @@ func (e *EventError) Error() string {
 		}
 		b.WriteString(")")
 	case e.Status < 0:
-		errno := unix.Errno(-e.Status)
+		errno := syscall.Errno(-e.Status)
 		fmt.Fprintf(&b, ", status %d (%v)", e.Status, errno)
 	case e.Status > 0:
 		fmt.Fprintf(&b, ", status %d", e.Status)
@@ -180,30 +186,30 @@ func (e *EventError) Error() string {
 
 // hint explains the common causes of an event.
 func (e *EventError) hint() string {
-	errno := unix.Errno(0)
+	errno := syscall.Errno(0)
 	if e.Status < 0 {
-		errno = unix.Errno(-e.Status)
+		errno = syscall.Errno(-e.Status)
 	}
 	switch e.Event {
 	case abi.RDMA_CM_EVENT_ADDR_ERROR:
 		switch errno {
-		case unix.ETIMEDOUT:
+		case syscall.ETIMEDOUT:
 			return "no neighbour answered for the address (is the host up and on an RDMA-capable link?)"
-		case unix.ENETUNREACH, unix.EHOSTUNREACH:
+		case syscall.ENETUNREACH, syscall.EHOSTUNREACH:
 			return "no route to the address"
-		case unix.ENODEV:
+		case syscall.ENODEV:
 			return "the interface that routes to the address has no RDMA device (add one with `rdma link add rxe0 type rxe netdev IF`)"
-		case unix.EADDRNOTAVAIL:
+		case syscall.EADDRNOTAVAIL:
 			return "the source address is not local"
 		}
 		return "the address could not be resolved to an RDMA device"
 	case abi.RDMA_CM_EVENT_ROUTE_ERROR:
-		if errno == unix.ETIMEDOUT {
+		if errno == syscall.ETIMEDOUT {
 			return "route resolution timed out"
 		}
 		return "no path to the destination"
 	case abi.RDMA_CM_EVENT_UNREACHABLE:
-		if errno == unix.ETIMEDOUT {
+		if errno == syscall.ETIMEDOUT {
 			return "the peer's CM did not answer in time (host down, no RDMA on it, or packets lost)"
 		}
 		return "the peer cannot be reached"
@@ -230,7 +236,7 @@ func (e *EventError) Unwrap() []error {
 	case abi.RDMA_CM_EVENT_ROUTE_ERROR:
 		errs = append(errs, ErrRouteResolution)
 	case abi.RDMA_CM_EVENT_REJECTED:
-		errs = append(errs, ErrRejected, unix.ECONNREFUSED)
+		errs = append(errs, ErrRejected, syscall.ECONNREFUSED)
 		if RejectReason(e.Status) == RejInvalidServiceID {
 			errs = append(errs, ErrNoListener)
 		}
@@ -246,7 +252,7 @@ func (e *EventError) Unwrap() []error {
 		errs = append(errs, ErrAddrChange)
 	}
 	if e.Status < 0 && e.Event != abi.RDMA_CM_EVENT_REJECTED {
-		errs = append(errs, unix.Errno(-e.Status))
+		errs = append(errs, syscall.Errno(-e.Status))
 	}
 	return errs
 }

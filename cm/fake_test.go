@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 // fakeKernel is the rdma_cm character device in memory. It decodes every
@@ -100,7 +100,7 @@ func (f *fakeKernel) write(b, buf []byte) error {
 		return ErrClosed
 	}
 	if len(b) < 8 {
-		return unix.EINVAL
+		return syscall.EINVAL
 	}
 	c := fakeCmd{
 		Cmd: binary.NativeEndian.Uint32(b), In: binary.NativeEndian.Uint16(b[4:]),
@@ -108,24 +108,24 @@ func (f *fakeKernel) write(b, buf []byte) error {
 	}
 	if int(c.In) != len(b)-8 {
 		f.t.Errorf("%s: header says %d bytes in, write has %d", abi.UCMCmdString(c.Cmd), c.In, len(b)-8)
-		return unix.EINVAL
+		return syscall.EINVAL
 	}
 	mk, ok := fakeBodies[c.Cmd]
 	if !ok {
-		return unix.ENOSYS
+		return syscall.ENOSYS
 	}
 	c.Body = mk()
 	if n, err := binary.Decode(b[8:], binary.NativeEndian, c.Body); err != nil || n != len(b)-8 {
 		f.t.Errorf("%s: decode %d bytes: n=%d err=%v", abi.UCMCmdString(c.Cmd), len(b)-8, n, err)
-		return unix.EINVAL
+		return syscall.EINVAL
 	}
 	if c.Out != 0 && int(c.Out) > len(buf) {
 		f.t.Errorf("%s: out %d but the buffer has %d bytes", abi.UCMCmdString(c.Cmd), c.Out, len(buf))
-		return unix.EFAULT
+		return syscall.EFAULT
 	}
 	if ptr := fakePointer(c.Body); ptr != 0 && ptr != addrOf(buf) {
 		f.t.Errorf("%s: pointer %#x does not address the buffer (%#x)", abi.UCMCmdString(c.Cmd), ptr, addrOf(buf))
-		return unix.EFAULT
+		return syscall.EFAULT
 	}
 	if c.Cmd != abi.RDMA_USER_CM_CMD_GET_EVENT {
 		f.cmds = append(f.cmds, c)
@@ -139,7 +139,7 @@ func (f *fakeKernel) write(b, buf []byte) error {
 	case *abi.UCMDestroyID:
 		ctx, ok := f.ctxs[body.ID]
 		if !ok {
-			return unix.ENOENT
+			return syscall.ENOENT
 		}
 		delete(f.ctxs, body.ID)
 		f.reuse = append(f.reuse, body.ID)
@@ -154,7 +154,7 @@ func (f *fakeKernel) write(b, buf []byte) error {
 		return nil
 	case *abi.UCMGetEvent:
 		if len(f.events) == 0 {
-			return unix.EAGAIN
+			return syscall.EAGAIN
 		}
 		e := f.events[0]
 		f.events = f.events[1:]

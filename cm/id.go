@@ -10,10 +10,10 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 // ID is an rdma_cm identifier (struct rdma_cm_id), the CM's equivalent of a
@@ -217,11 +217,11 @@ func (id *ID) Bind(addr netip.AddrPort) error {
 
 func bindHint(err error) error {
 	switch {
-	case errors.Is(err, unix.EADDRINUSE):
+	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w (another rdma_cm id holds the port; SetReuseAddr helps only for ports in time-wait)", err)
-	case errors.Is(err, unix.EADDRNOTAVAIL):
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
 		return fmt.Errorf("%w (the address is not on this host)", err)
-	case errors.Is(err, unix.ENODEV):
+	case errors.Is(err, syscall.ENODEV):
 		return fmt.Errorf("%w (no RDMA device serves that address)", err)
 	}
 	return err
@@ -516,7 +516,7 @@ func (id *ID) Accept(p ConnParam) error {
 // afterwards.
 func (id *ID) Reject(data []byte, reason RejectReason) error {
 	if reason != 0 && reason != RejConsumerDefined && reason != RejVendorOptionNotSupported {
-		return fmt.Errorf("rdma_cm reject: reason %v: the kernel lets applications send only %v or %v: %w", reason, RejConsumerDefined, RejVendorOptionNotSupported, unix.EINVAL)
+		return fmt.Errorf("rdma_cm reject: reason %v: the kernel lets applications send only %v or %v: %w", reason, RejConsumerDefined, RejVendorOptionNotSupported, syscall.EINVAL)
 	}
 	if err := checkPrivateData("reject", id.ps, len(data)); err != nil {
 		return err
@@ -568,7 +568,7 @@ func (id *ID) Notify(event uint32) error {
 // size the option expects.
 func (id *ID) SetOption(level, name uint32, val []byte) error {
 	if len(val) == 0 {
-		return fmt.Errorf("rdma_cm set option %d/%d: empty value: %w", level, name, unix.EINVAL)
+		return fmt.Errorf("rdma_cm set option %d/%d: empty value: %w", level, name, syscall.EINVAL)
 	}
 	body := &abi.UCMSetOption{ID: id.kid, Level: level, OptName: name, OptLen: uint32(len(val))}
 	if err := id.exec(abi.RDMA_USER_CM_CMD_SET_OPTION, body, val); err != nil {

@@ -8,11 +8,11 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -211,9 +211,9 @@ func TestResolveErrorsNameTheEvent(t *testing.T) {
 		is     []error
 		text   []string
 	}{
-		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(unix.ETIMEDOUT), []error{ErrAddrResolution, unix.ETIMEDOUT},
+		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(syscall.ETIMEDOUT), []error{ErrAddrResolution, syscall.ETIMEDOUT},
 			[]string{"RDMA_CM_EVENT_ADDR_ERROR", "status -110", "no neighbour answered"}},
-		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(unix.ENODEV), []error{ErrAddrResolution, unix.ENODEV},
+		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(syscall.ENODEV), []error{ErrAddrResolution, syscall.ENODEV},
 			[]string{"has no RDMA device"}},
 		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, []error{ErrDeviceRemoved}, []string{"RDMA_CM_EVENT_DEVICE_REMOVAL", "device was removed"}},
 	} {
@@ -258,7 +258,7 @@ func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
 	if err.Error() != want {
 		t.Fatalf("got  %q\nwant %q", err, want)
 	}
-	if !errors.Is(err, ErrNoListener) || !errors.Is(err, ErrRejected) || !errors.Is(err, unix.ECONNREFUSED) {
+	if !errors.Is(err, ErrNoListener) || !errors.Is(err, ErrRejected) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("%v does not match its sentinels", err)
 	}
 	ev = Event{Type: abi.RDMA_CM_EVENT_REJECTED, Status: int32(RejConsumerDefined), Param: ConnParam{PrivateData: []byte("go away")}}
@@ -270,8 +270,8 @@ func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
 	if r, ok := ee.RejectReason(); !ok || r != RejConsumerDefined {
 		t.Fatalf("reason %v %v", r, ok)
 	}
-	un := eventError("connect", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -int32(unix.ETIMEDOUT)})
-	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, unix.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") {
+	un := eventError("connect", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -int32(syscall.ETIMEDOUT)})
+	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, syscall.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") {
 		t.Fatalf("unreachable: %v", un)
 	}
 }
@@ -324,7 +324,7 @@ func TestPrivateDataLimits(t *testing.T) {
 			t.Errorf("MaxPrivateData for %s", tc.name)
 		}
 	}
-	if err := tcp.Reject(nil, RejStaleConn); !errors.Is(err, unix.EINVAL) {
+	if err := tcp.Reject(nil, RejStaleConn); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("reject with reason %v: %v", RejStaleConn, err)
 	}
 }

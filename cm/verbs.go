@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -129,9 +130,7 @@ func (d *device) port(n uint8) (uverbs.PortAttr, error) {
 }
 
 // guidString formats a node GUID as sysfs prints it.
-func guidString(g uint64) string {
-	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, (g>>32)&0xffff, (g>>16)&0xffff, g&0xffff)
-}
+func guidString(g uint64) string { return sysfs.GUID(g).String() }
 
 func deviceName(info AddrInfo) (string, error) {
 	if nl, err := rdmanl.Dial(); err == nil {

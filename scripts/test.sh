@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every test: vet and host unit tests, then the lab tests (real Soft-RoCE in
-# QEMU) on Debian 12's 6.1 and Debian 13's 6.12 kernels, with one node and with
-# two. Installs what it needs. Runs everything, then fails if anything failed.
+# Every test: vet and host unit tests, the builds for other systems and
+# arm64, then the lab tests (real Soft-RoCE in QEMU) on Debian 12's 6.1 and
+# Debian 13's 6.12 kernels, with one node and with two. Installs what it
+# needs. Runs everything, then fails if anything failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -17,6 +18,14 @@ step() {
 
 step go vet ./...
 step go test ./...
+# A program that imports rdmago builds on its developer's laptop (there the
+# library returns ErrNotSupported), and on 64-bit ARM.
+for goos in darwin windows freebsd; do
+	step env GOOS="$goos" go build ./...
+	step env GOOS="$goos" go vet ./...
+done
+step env GOARCH=arm64 go build ./...
+step env GOARCH=arm64 go vet ./...
 for kernel in 6.1 6.12; do
 	for nodes in 1 2; do
 		step go run ./cmd/rdmalab test --kernel "$kernel" --nodes "$nodes" ./...

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"sync"
 	"syscall"
 )
 
@@ -137,13 +139,28 @@ func fileErrorCode(err error) Code {
 }
 
 // isEscape reports whether err is os.Root refusing a path that leaves the
-// root (through "..", an absolute symlink, or a symlink pointing outside);
-// os does not export that error, so it is recognised by its text.
+// root (through "..", an absolute symlink, or a symlink pointing outside).
+// os does not export that error, but returns one value for it, which
+// errPathEscapes learns once: errors.Is then matches it by identity, not by
+// its text.
 func isEscape(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if err.Error() == "path escapes from parent" {
-			return true
-		}
-	}
-	return false
+	esc := errPathEscapes()
+	return esc != nil && errors.Is(err, esc)
 }
+
+// errPathEscapes is os.Root's unexported error for a path that leaves the
+// root, learnt by asking a Root for ".." (refused before any file-system
+// access); nil if that cannot be done.
+var errPathEscapes = sync.OnceValue(func() error {
+	r, err := os.OpenRoot(os.TempDir())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	_, err = r.Lstat("..")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	return pe.Err
+})

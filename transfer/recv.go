@@ -12,7 +12,6 @@ import (
 	"path"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -363,7 +362,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 			return rc.rejectErr(ctx, x, "create directory for", err)
 		}
 	}
-	f, err := rc.root.OpenFile(x.partial, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := rc.root.OpenFile(x.partial, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
 		return rc.rejectErr(ctx, x, "create partial copy of", err)
 	}

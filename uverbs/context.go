@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Context is an open RDMA device (struct ibv_context): the uverbs file
@@ -164,8 +163,8 @@ func OpenByIP(addr netip.Addr) (*Context, error) {
 // allocates the user context (GET_CONTEXT, through the ioctl interface of Linux
 // 4.20+ with a fallback to write()). The caller must Close the Context.
 func OpenDevice(d Device) (*Context, error) {
-	if v := readSysfs(sysVerbs, "abi_version"); v != "" && v != strconv.Itoa(abi.IB_USER_VERBS_ABI_VERSION) {
-		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %s, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
+	if v, err := sysRoot.ABIVersion(sysfs.ClassVerbs); err == nil && v != abi.IB_USER_VERBS_ABI_VERSION {
+		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %d, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
 	}
 	prov, err := providerFor(d)
 	if err != nil {
@@ -173,11 +172,11 @@ func OpenDevice(d Device) (*Context, error) {
 	}
 	fd, err := sys.Open(d.Path)
 	if err != nil {
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 			return nil, fmt.Errorf("open %s: %w (the uverbs device needs read-write access: check its permissions or the rdma group)", d.Path, err)
 		}
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("open %s: %w (%w)", d.Path, err, ErrNoDevice)
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("open %s: %w (%w: %s)", d.Path, err, ErrNoDevice, noDeviceHint)
 		}
 		return nil, fmt.Errorf("open %s: %w", d.Path, err)
 	}
@@ -329,7 +328,7 @@ func (c *Context) write(command uint32, req []byte, resp unsafe.Pointer, respLen
 		return err
 	}
 	if n != len(buf) {
-		return fmt.Errorf("short write %d of %d: %w", n, len(buf), unix.EIO)
+		return fmt.Errorf("short write %d of %d: %w", n, len(buf), syscall.EIO)
 	}
 	return nil
 }
@@ -373,7 +372,7 @@ type ioctlBuf struct {
 // Memory that PTR attributes point to must be pinned by the caller.
 func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
 	if len(attrs) > maxIoctlAttrs {
-		return fmt.Errorf("ioctl with %d attributes: %w", len(attrs), unix.EINVAL)
+		return fmt.Errorf("ioctl with %d attributes: %w", len(attrs), syscall.EINVAL)
 	}
 	b := new(ioctlBuf)
 	b.hdr = abi.IoctlHdr{
@@ -398,7 +397,7 @@ func (c *Context) ioctl(object, method uint16, attrs []abi.IoctlAttr) error {
 // ENOTTY (no ioctl interface) or EPROTONOSUPPORT (method or mandatory
 // attribute unknown), as libibverbs' execute_ioctl_fallback decides.
 func noIoctl(err error) bool {
-	return errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EPROTONOSUPPORT)
+	return errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EPROTONOSUPPORT)
 }
 
 // getContext allocates the kernel's user context and returns the async event

@@ -6,13 +6,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
-	"golang.org/x/sys/unix"
 )
 
 // CQ is a completion queue (struct ibv_cq) whose ring is mapped from the
@@ -47,7 +47,7 @@ type CQOptions struct {
 // The kernel may round cqe up; CQE reports the result.
 func (c *Context) CreateCQ(cqe int, opts *CQOptions) (*CQ, error) {
 	if cqe < 1 {
-		return nil, fmt.Errorf("create cq: %d entries: %w", cqe, unix.EINVAL)
+		return nil, fmt.Errorf("create cq: %d entries: %w", cqe, syscall.EINVAL)
 	}
 	var o CQOptions
 	if opts != nil {
@@ -55,7 +55,7 @@ func (c *Context) CreateCQ(cqe int, opts *CQOptions) (*CQ, error) {
 	}
 	if o.Channel != nil {
 		if o.Channel.ctx != c {
-			return nil, fmt.Errorf("create cq: the completion channel belongs to another Context: %w", unix.EINVAL)
+			return nil, fmt.Errorf("create cq: the completion channel belongs to another Context: %w", syscall.EINVAL)
 		}
 		// The channel's fd number goes into the command: hold it open.
 		if err := o.Channel.rlockOpen("create cq: completion channel"); err != nil {
@@ -115,7 +115,7 @@ func (cq *CQ) mapRing(mi abi.MMInfo) error {
 // mapQueue maps a queue the kernel described with an mmap cookie.
 func (c *Context) mapQueue(mi abi.MMInfo) ([]byte, error) {
 	if mi.Size == 0 {
-		return nil, fmt.Errorf("empty queue mapping: %w", unix.EINVAL)
+		return nil, fmt.Errorf("empty queue mapping: %w", syscall.EINVAL)
 	}
 	c.cmdMu.RLock()
 	defer c.cmdMu.RUnlock()

@@ -3,28 +3,20 @@
 package uverbs
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
+	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
-// Where the kernel publishes RDMA devices. Variables so tests can point them at
-// a fake tree.
-var (
-	sysVerbs = "/sys/class/infiniband_verbs"
-	sysIB    = "/sys/class/infiniband"
-	devDir   = "/dev/infiniband"
-)
+// sysRoot is where devices are read from: sysfs and /dev of the running
+// system. A variable so tests can root it at a fake tree.
+var sysRoot = sysfs.New("/")
 
 // Device is one RDMA device with a uverbs character device, as listed in
 // sysfs (ibv_get_device_list).
@@ -41,35 +33,27 @@ type Device struct {
 }
 
 // Devices lists the uverbs devices (ibv_get_device_list). It returns an empty
-// list, not an error, on a machine without RDMA.
+// list, not an error, on a Linux machine without RDMA, and an error matching
+// ErrNotSupported on other systems.
 func Devices() ([]Device, error) {
-	ents, err := os.ReadDir(sysVerbs)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err := sys.Supported(); err != nil {
 		return nil, fmt.Errorf("list uverbs devices: %w", err)
+	}
+	vs, err := sysRoot.VerbsDevices()
+	if err != nil || len(vs) == 0 {
+		return nil, err
 	}
 	ids := driverIDs()
 	var devs []Device
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "uverbs") {
-			continue
-		}
-		dir := filepath.Join(sysVerbs, e.Name())
-		ibdev := readSysfs(dir, "ibdev")
-		if ibdev == "" {
-			continue
-		}
-		abiv, _ := strconv.Atoi(readSysfs(dir, "abi_version"))
+	for _, v := range vs {
 		d := Device{
-			Name:       ibdev,
-			Uverbs:     e.Name(),
-			Path:       filepath.Join(devDir, e.Name()),
-			ABIVersion: abiv,
-			NodeGUID:   readSysfs(filepath.Join(sysIB, ibdev), "node_guid"),
-			Netdevs:    netdevsOf(ibdev),
-			DriverID:   ids[ibdev],
+			Name:       v.IBDev,
+			Uverbs:     v.Name,
+			Path:       sysRoot.Path("/dev/infiniband/" + v.Name),
+			ABIVersion: v.ABIVersion,
+			NodeGUID:   sysRoot.DeviceAttr(v.IBDev, "node_guid"),
+			Netdevs:    sysRoot.Netdevs(v.IBDev),
+			DriverID:   ids[v.IBDev],
 		}
 		devs = append(devs, d)
 	}
@@ -90,13 +74,13 @@ func DeviceByName(name string) (Device, error) {
 		}
 	}
 	if name == "" || len(devs) == 0 {
-		return Device{}, ErrNoDevice
+		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, noDeviceHint)
 	}
 	names := make([]string, len(devs))
 	for i, d := range devs {
 		names[i] = d.Name
 	}
-	return Device{}, fmt.Errorf("device %q not found (have %s): %w", name, strings.Join(names, ", "), ErrNoDevice)
+	return Device{}, fmt.Errorf("device %q not found (have %s): %w: %s", name, strings.Join(names, ", "), ErrNoDevice, noDeviceHint)
 }
 
 // DeviceByNetdev returns the RDMA device bound to the network interface
@@ -113,7 +97,7 @@ func DeviceByNetdev(ifname string) (Device, error) {
 			}
 		}
 	}
-	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w", ifname, ErrNoDevice)
+	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w: %s", ifname, ErrNoDevice, noDeviceHint)
 }
 
 // DeviceByIP returns the RDMA device bound to the interface that holds addr.
@@ -135,35 +119,7 @@ func DeviceByIP(addr netip.Addr) (Device, error) {
 			}
 		}
 	}
-	return Device{}, fmt.Errorf("no interface has address %v: %w", addr, ErrNoDevice)
-}
-
-func readSysfs(dir, name string) string {
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return ""
-	}
-	return string(bytes.TrimSpace(b))
-}
-
-// netdevsOf lists the network interfaces an RDMA device sits on: rxe's
-// "parent" attribute, and the netdevs its GIDs are bound to.
-func netdevsOf(ibdev string) []string {
-	dir := filepath.Join(sysIB, ibdev)
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	add(readSysfs(dir, "parent"))
-	ports, _ := filepath.Glob(filepath.Join(dir, "ports", "*", "gid_attrs", "ndevs", "*"))
-	for _, p := range ports {
-		add(readSysfs(filepath.Dir(p), filepath.Base(p)))
-	}
-	return out
+	return Device{}, fmt.Errorf("no interface has address %v: %w: %s", addr, ErrNoDevice, noDeviceHint)
 }
 
 // driverIDs asks RDMA netlink which driver serves each device's uverbs
@@ -226,6 +182,5 @@ func DeviceByNodeGUID(guid uint64) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, fmt.Errorf("no RDMA device with node GUID %04x:%04x:%04x:%04x (have %s): %w",
-		guid>>48, guid>>32&0xffff, guid>>16&0xffff, guid&0xffff, strings.Join(names, ", "), ErrNoDevice)
+	return Device{}, fmt.Errorf("no RDMA device with node GUID %s (have %s): %w", sysfs.GUID(guid), strings.Join(names, ", "), ErrNoDevice)
 }

@@ -5,21 +5,25 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/sys"
+	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Sentinel errors; test with errors.Is. Errors from the kernel wrap the errno
-// (unix.Errno) with the operation, e.g. "create cq: cannot allocate memory".
+// (syscall.Errno) with the operation, e.g. "create cq: cannot allocate memory".
+//
+// ErrNoDevice, ErrNotSupported and ErrClosed are the same values as cm's, so
+// errors.Is(err, uverbs.ErrClosed) also matches an error from cm.
 var (
 	// ErrNoDevice means no RDMA device is present or none matched.
-	ErrNoDevice = errors.New("no RDMA device: load rdma_rxe and create a Soft-RoCE device with `rdmainfo link add rxe0 type rxe netdev IF` (or `rdma link add ...`), or run inside the lab with `go run ./cmd/rdmalab`")
-	// ErrNotSupported means the device, its driver or the running kernel lacks
-	// a feature (a provider other than rxe, FLUSH before Linux 6.2, ...).
-	ErrNotSupported = errors.New("not supported")
+	ErrNoDevice = sys.ErrNoDevice
+	// ErrNotSupported means the device, its driver, the running kernel or
+	// the operating system lacks a feature (a provider other than rxe, FLUSH
+	// before Linux 6.2, RDMA anywhere but Linux, ...).
+	ErrNotSupported = sys.ErrNotSupported
 	// ErrClosed means the object (or its Context) was closed.
-	ErrClosed = errors.New("use of closed RDMA object")
+	ErrClosed = sys.ErrClosed
 	// ErrQueueFull means a send or receive queue has no free slot: poll
 	// completions (or post fewer requests) and retry.
 	ErrQueueFull = errors.New("work queue full")
@@ -40,10 +44,14 @@ func (e *PostError) Error() string {
 }
 func (e *PostError) Unwrap() error { return e.Err }
 
+// noDeviceHint says how to get an RDMA device; errors that wrap ErrNoDevice
+// because nothing is there add it.
+const noDeviceHint = "load rdma_rxe and create a Soft-RoCE device with `rdmainfo link add rxe0 type rxe netdev IF` (or `rdma link add ...`), or run inside the lab with `go run ./cmd/rdmalab`"
+
 // memlockHint explains ENOMEM from MR registration: it almost always means
 // the pinned pages would exceed RLIMIT_MEMLOCK.
 func memlockHint(err error, length int) error {
-	if !errors.Is(err, unix.ENOMEM) {
+	if !errors.Is(err, syscall.ENOMEM) {
 		return err
 	}
 	limit := "unknown"

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
-	"golang.org/x/sys/unix"
 )
 
 // read reads one event record into buf, parking the goroutine on the Go
@@ -45,7 +45,7 @@ func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
 		var rerr error
 		err := e.rc.Read(func(fd uintptr) bool {
 			n, rerr = sys.Read(int(fd), buf)
-			return rerr != unix.EAGAIN
+			return rerr != syscall.EAGAIN
 		})
 		stop()
 		if err != nil {
@@ -58,7 +58,7 @@ func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
 			return rerr
 		}
 		if n != len(buf) {
-			return fmt.Errorf("event record of %d bytes, want %d: %w", n, len(buf), unix.EIO)
+			return fmt.Errorf("event record of %d bytes, want %d: %w", n, len(buf), syscall.EIO)
 		}
 		return nil
 	}
@@ -114,7 +114,7 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	}
 	cq, ok := ch.ctx.lookup(ch.buf.CQHandle).(*CQ)
 	if !ok {
-		return nil, fmt.Errorf("completion event for unknown CQ handle %d: %w", ch.buf.CQHandle, unix.ENOENT)
+		return nil, fmt.Errorf("completion event for unknown CQ handle %d: %w", ch.buf.CQHandle, syscall.ENOENT)
 	}
 	cq.mu.Lock()
 	cq.compEvents++

@@ -1,5 +1,7 @@
 // Copyright 2026 The rdmago Authors.
 
+//go:build linux
+
 package uverbs
 
 import (
@@ -70,13 +72,25 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 	}
 }
 
+// fakeSysfs roots the device lookups at a fake tree whose files are named
+// "verbs/..." for /sys/class/infiniband_verbs/... and "ib/..." for
+// /sys/class/infiniband/....
 func fakeSysfs(t *testing.T, files map[string]string) {
 	t.Helper()
 	root := t.TempDir()
-	writeTree(t, root, files)
-	oldV, oldIB, oldDev := sysVerbs, sysIB, devDir
-	sysVerbs, sysIB, devDir = filepath.Join(root, "verbs"), filepath.Join(root, "ib"), filepath.Join(root, "dev")
-	t.Cleanup(func() { sysVerbs, sysIB, devDir = oldV, oldIB, oldDev })
+	tree := map[string]string{}
+	for p, v := range files {
+		if rest, ok := strings.CutPrefix(p, "verbs/"); ok {
+			p = "sys/class/infiniband_verbs/" + rest
+		} else if rest, ok := strings.CutPrefix(p, "ib/"); ok {
+			p = "sys/class/infiniband/" + rest
+		}
+		tree[p] = v
+	}
+	writeTree(t, root, tree)
+	old := sysRoot
+	sysRoot = sysfs.New(root)
+	t.Cleanup(func() { sysRoot = old })
 }
 
 func TestDevicesFromSysfs(t *testing.T) {
@@ -102,7 +116,7 @@ func TestDevicesFromSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(devs) != 2 || devs[1].Name != "rxe0" || devs[1].Uverbs != "uverbs0" || devs[1].ABIVersion != 2 ||
-		!strings.HasSuffix(devs[1].Path, "dev/uverbs0") || len(devs[1].Netdevs) != 1 || devs[1].Netdevs[0] != "eth0" {
+		devs[1].Path != filepath.Join(sysRoot.Root, "dev/infiniband/uverbs0") || len(devs[1].Netdevs) != 1 || devs[1].Netdevs[0] != "eth0" {
 		t.Fatalf("devices %+v", devs)
 	}
 	if d, err := DeviceByNetdev("eth0"); err != nil || d.Name != "rxe0" {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
-	"golang.org/x/sys/unix"
 )
 
 // PD is a protection domain (struct ibv_pd). MRs, QPs, SRQs and AHs belong to
@@ -118,10 +118,10 @@ type MR struct {
 // RLIMIT_MEMLOCK unless the process has CAP_IPC_LOCK; ENOMEM errors say so.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if len(buf) == 0 {
-		return nil, fmt.Errorf("reg mr: empty buffer: %w", unix.EINVAL)
+		return nil, fmt.Errorf("reg mr: empty buffer: %w", syscall.EINVAL)
 	}
 	if access&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && access&AccessLocalWrite == 0 {
-		return nil, fmt.Errorf("reg mr: %v needs IBV_ACCESS_LOCAL_WRITE as well: %w", access, unix.EINVAL)
+		return nil, fmt.Errorf("reg mr: %v needs IBV_ACCESS_LOCAL_WRITE as well: %w", access, syscall.EINVAL)
 	}
 	c := pd.ctx
 	if err := pd.rlockOpen("reg mr: pd"); err != nil {
@@ -220,7 +220,7 @@ type Buffer struct {
 // memory. It is not locked; registering it pins it.
 func AllocBuffer(n int) (*Buffer, error) {
 	if n <= 0 {
-		return nil, fmt.Errorf("alloc buffer of %d bytes: %w", n, unix.EINVAL)
+		return nil, fmt.Errorf("alloc buffer of %d bytes: %w", n, syscall.EINVAL)
 	}
 	ps := os.Getpagesize()
 	size := (n + ps - 1) &^ (ps - 1)

@@ -5,11 +5,11 @@ package uverbs
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
-	"golang.org/x/sys/unix"
 )
 
 // SGE is struct ibv_sge: a piece of registered memory (MR.SGE builds one).
@@ -106,7 +106,7 @@ func (qp *QP) postOne(wr *SendWR) error {
 	case WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm:
 	case WRRDMARead, WRAtomicCmpAndSwp, WRAtomicFetchAndAdd:
 		if qp.typ != QPTypeRC {
-			return fmt.Errorf("%v on a %v QP: %w", wr.Opcode, qp.typ, unix.EINVAL)
+			return fmt.Errorf("%v on a %v QP: %w", wr.Opcode, qp.typ, syscall.EINVAL)
 		}
 	case WRFlush:
 		if !qp.flushOK {
@@ -121,7 +121,7 @@ func (qp *QP) postOne(wr *SendWR) error {
 	}
 	if qp.typ == QPTypeUD {
 		if wr.Opcode != WRSend && wr.Opcode != WRSendWithImm {
-			return fmt.Errorf("%v on a UD QP: only sends: %w", wr.Opcode, unix.EINVAL)
+			return fmt.Errorf("%v on a UD QP: only sends: %w", wr.Opcode, syscall.EINVAL)
 		}
 		if wr.AH == nil {
 			return errNoAH
@@ -153,12 +153,12 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 	if qp.rq.Q == nil {
 		err := ErrClosed
 		if qp.srq != nil && !qp.closed.Load() {
-			err = fmt.Errorf("the QP receives from an SRQ: post to the SRQ: %w", unix.EINVAL)
+			err = fmt.Errorf("the QP receives from an SRQ: post to the SRQ: %w", syscall.EINVAL)
 		}
 		return &PostError{Op: "post recv", Err: err}
 	}
 	if qp.State() == QPSReset {
-		return &PostError{Op: "post recv", Err: fmt.Errorf("QP %#x is in RESET: move it to INIT first: %w", qp.num, unix.EINVAL)}
+		return &PostError{Op: "post recv", Err: fmt.Errorf("QP %#x is in RESET: move it to INIT first: %w", qp.num, syscall.EINVAL)}
 	}
 	for i := range wrs {
 		if err := qp.rq.Post(wrs[i].ID, sgl(wrs[i].SGL)); err != nil {

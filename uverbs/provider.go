@@ -4,8 +4,6 @@ package uverbs
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rdmago/rdmago/abi"
@@ -34,8 +32,7 @@ var providerRXE = &provider{name: "rxe", driverID: abi.RDMA_DRIVER_RXE, minABI: 
 func providerFor(d Device) (*provider, error) {
 	isRXE := d.DriverID == abi.RDMA_DRIVER_RXE
 	if d.DriverID == 0 {
-		_, err := os.Stat(filepath.Join(sysIB, d.Name, "parent"))
-		isRXE = err == nil || strings.HasPrefix(d.Name, "rxe")
+		isRXE = sysRoot.Parent(d.Name) != "" || strings.HasPrefix(d.Name, "rxe")
 	}
 	if !isRXE {
 		return nil, fmt.Errorf("device %s (driver id %d): only Soft-RoCE (rxe) is implemented: %w", d.Name, d.DriverID, ErrNotSupported)

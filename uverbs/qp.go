@@ -8,13 +8,13 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
-	"golang.org/x/sys/unix"
 )
 
 // QPCap is struct ibv_qp_cap: the sizes of a QP's queues.
@@ -105,10 +105,10 @@ func (pd *PD) CreateQP(attr QPInitAttr) (*QP, error) {
 		return nil, fmt.Errorf("create qp: type %v: Soft-RoCE offers RC, UC and UD: %w", attr.Type, ErrNotSupported)
 	}
 	if attr.SendCQ == nil || attr.RecvCQ == nil {
-		return nil, fmt.Errorf("create qp: SendCQ and RecvCQ are required (they may be the same CQ): %w", unix.EINVAL)
+		return nil, fmt.Errorf("create qp: SendCQ and RecvCQ are required (they may be the same CQ): %w", syscall.EINVAL)
 	}
 	if attr.SendCQ.ctx != c || attr.RecvCQ.ctx != c || (attr.SRQ != nil && attr.SRQ.ctx != c) {
-		return nil, fmt.Errorf("create qp: CQs and SRQ must come from the PD's Context: %w", unix.EINVAL)
+		return nil, fmt.Errorf("create qp: CQs and SRQ must come from the PD's Context: %w", syscall.EINVAL)
 	}
 	// Hold the PD, CQs and SRQ open until the kernel has the QP (which then
 	// keeps them from being destroyed): their handles go into the command.
@@ -227,7 +227,7 @@ func (qp *QP) writeDoorbell() error {
 		return err
 	}
 	if n != int(unsafe.Sizeof(qp.db.req)) {
-		return unix.EIO
+		return syscall.EIO
 	}
 	return nil
 }

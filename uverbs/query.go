@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
-	"golang.org/x/sys/unix"
 )
 
 // DeviceAttr is struct ibv_device_attr(_ex), the limits and capabilities of a
@@ -169,7 +166,7 @@ func portAttrFrom(r *abi.QueryPortResp) PortAttr {
 // the write command.
 func (c *Context) QueryPort(port int) (PortAttr, error) {
 	if port < 1 || port > 255 {
-		return PortAttr{}, fmt.Errorf("query port %d: ports are numbered from 1: %w", port, unix.EINVAL)
+		return PortAttr{}, fmt.Errorf("query port %d: ports are numbered from 1: %w", port, syscall.EINVAL)
 	}
 	resp := new(abi.QueryPortRespEx)
 	var pin runtime.Pinner
@@ -267,7 +264,7 @@ func (c *Context) gidTableIoctl(max int) ([]GIDEntry, error) {
 		return nil, err
 	}
 	if *count > uint64(max) {
-		return nil, fmt.Errorf("kernel returned %d gid entries for a table of %d: %w", *count, max, unix.EOVERFLOW)
+		return nil, fmt.Errorf("kernel returned %d gid entries for a table of %d: %w", *count, max, syscall.EOVERFLOW)
 	}
 	out := make([]GIDEntry, 0, *count)
 	for _, r := range raw[:*count] {
@@ -287,36 +284,34 @@ func (c *Context) gidTableIoctl(max int) ([]GIDEntry, error) {
 
 // gidTableSysfs reads the GID table from /sys/class/infiniband/DEV/ports/N.
 func gidTableSysfs(dev string, port, n int) ([]GIDEntry, error) {
-	dir := filepath.Join(sysIB, dev, "ports", strconv.Itoa(port))
 	var out []GIDEntry
 	for i := 0; i < n; i++ {
-		s := readSysfs(filepath.Join(dir, "gids"), strconv.Itoa(i))
-		if s == "" {
+		s, ok, err := sysRoot.GIDAt(dev, port, i)
+		if err != nil {
+			return nil, fmt.Errorf("gid %s/%d: %w", dev, i, err)
+		}
+		if !ok {
 			if i == 0 {
 				return nil, fmt.Errorf("gid table of %s port %d: no sysfs gids: %w", dev, port, ErrNotSupported)
 			}
 			continue
 		}
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("gid %s/%d: %w", dev, i, err)
-		}
-		g := GID(a.As16())
+		g := GID(s.GID.As16())
 		if g.IsZero() {
 			continue
 		}
 		e := GIDEntry{GID: g, Index: i, Port: port}
-		switch t := readSysfs(filepath.Join(dir, "gid_attrs", "types"), strconv.Itoa(i)); {
-		case strings.Contains(t, "v2"):
+		switch s.Version() {
+		case "v2":
 			e.Type = GIDTypeRoCEv2
-		case strings.Contains(t, "v1"):
+		case "v1":
 			e.Type = GIDTypeRoCEv1
 		default:
 			e.Type = GIDTypeIB
 		}
-		if nd := readSysfs(filepath.Join(dir, "gid_attrs", "ndevs"), strconv.Itoa(i)); nd != "" {
-			e.Netdev = nd
-			if ifc, err := net.InterfaceByName(nd); err == nil {
+		if s.Netdev != "" {
+			e.Netdev = s.Netdev
+			if ifc, err := net.InterfaceByName(s.Netdev); err == nil {
 				e.Ifindex = ifc.Index
 			}
 		}

@@ -4,11 +4,11 @@ package uverbs
 
 import (
 	"fmt"
+	"syscall"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
-	"golang.org/x/sys/unix"
 )
 
 // SRQ is a shared receive queue (struct ibv_srq): one receive ring any number
@@ -38,7 +38,7 @@ type SRQ struct {
 func (pd *PD) CreateSRQ(maxWR, maxSGE, limit int) (*SRQ, error) {
 	c := pd.ctx
 	if maxWR < 1 || maxSGE < 1 {
-		return nil, fmt.Errorf("create srq: %d requests of %d SGEs: %w", maxWR, maxSGE, unix.EINVAL)
+		return nil, fmt.Errorf("create srq: %d requests of %d SGEs: %w", maxWR, maxSGE, syscall.EINVAL)
 	}
 	if err := pd.rlockOpen("create srq: pd"); err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 )
 
@@ -27,7 +26,7 @@ func HostTool(t testing.TB, ctx context.Context, name string, args ...string) *e
 	for _, dir := range dirs {
 		if _, err := os.Stat("/host" + dir + "/" + name); err == nil && os.Geteuid() == 0 {
 			c := exec.CommandContext(ctx, dir+"/"+name, args...)
-			c.SysProcAttr = &syscall.SysProcAttr{Chroot: "/host"}
+			c.SysProcAttr = chroot("/host")
 			c.Dir = "/"
 			c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
 			return c

@@ -5,13 +5,20 @@
 // request/response connection over an AF_NETLINK socket (see netlink(7)).
 //
 // Encoding and decoding are pure functions over bytes so they can be tested on
-// any host against golden bytes; only Conn (conn_linux.go) talks to the kernel.
+// any host against golden bytes; only Conn (conn.go) talks to the kernel, through
+// internal/sys (off Linux, Dial fails with ErrNotSupported).
 package netlink
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+)
+
+// Netlink protocols, the proto argument of Dial (include/uapi/linux/netlink.h).
+const (
+	NETLINK_ROUTE = 0
+	NETLINK_RDMA  = 20
 )
 
 // HeaderLen is sizeof(struct nlmsghdr).

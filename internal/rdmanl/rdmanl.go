@@ -7,7 +7,7 @@
 // `rdma` tool speaks, in pure Go.
 //
 // Requests are encoded and replies decoded by pure functions tested against
-// golden bytes; Conn (Linux only) sends them.
+// golden bytes; Conn sends them (on Linux: elsewhere Dial fails).
 package rdmanl
 
 import (

@@ -4,10 +4,10 @@ package rtnl
 
 import (
 	"errors"
+	"syscall"
 	"testing"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"golang.org/x/sys/unix"
 )
 
 // TestLabSetDownDelLink creates a veth pair in the guest, sets one end up
@@ -37,7 +37,7 @@ func TestLabSetDownDelLink(t *testing.T) {
 	if l, err := c.LinkByName("tw0"); err != nil || l.Up() {
 		t.Errorf("tw0 after SetDown: %+v, %v; want down", l, err)
 	}
-	if err := c.SetDown("nosuch0"); !errors.Is(err, unix.ENODEV) {
+	if err := c.SetDown("nosuch0"); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("setting a missing link down: %v, want ENODEV", err)
 	}
 	if err := c.DelLink("tw0"); err != nil {
@@ -45,11 +45,11 @@ func TestLabSetDownDelLink(t *testing.T) {
 	}
 	deleted = true
 	for _, n := range []string{"tw0", "tw1"} {
-		if _, err := c.LinkByName(n); !errors.Is(err, unix.ENODEV) {
+		if _, err := c.LinkByName(n); !errors.Is(err, syscall.ENODEV) {
 			t.Errorf("%s after DelLink: %v, want ENODEV", n, err)
 		}
 	}
-	if err := c.DelLink("tw0"); !errors.Is(err, unix.ENODEV) {
+	if err := c.DelLink("tw0"); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("deleting tw0 twice: %v, want ENODEV", err)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"golang.org/x/sys/unix"
 )
 
 // TestLabNetemQdisc puts a netem qdisc on the lab's netdev, reads it back
@@ -75,10 +75,10 @@ func TestLabNetemQdisc(t *testing.T) {
 	if after.Kind != before.Kind {
 		t.Errorf("root qdisc %q after removing netem, %q before", after.Kind, before.Kind)
 	}
-	if err := c.DelRootQdisc(dev); !errors.Is(err, unix.ENOENT) {
+	if err := c.DelRootQdisc(dev); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("deleting the default root qdisc: %v, want ENOENT", err)
 	}
-	if err := c.ReplaceNetem("nosuch0", Netem{Loss: 1}); !errors.Is(err, unix.ENODEV) {
+	if err := c.ReplaceNetem("nosuch0", Netem{Loss: 1}); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("netem on a missing link: %v, want ENODEV", err)
 	}
 	if err := c.ReplaceNetem(dev, Netem{Loss: 150}); err == nil {

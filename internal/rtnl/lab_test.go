@@ -6,10 +6,10 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"golang.org/x/sys/unix"
 )
 
 // TestLabLinks checks the lab's own netdev, then creates, raises and
@@ -30,7 +30,7 @@ func TestLabLinks(t *testing.T) {
 	if !l.Up() || l.Index <= 0 || l.MTU == 0 {
 		t.Errorf("lab netdev %s: %+v, want up with an index and an MTU", netdev, l)
 	}
-	if _, err := c.LinkByName("nosuch0"); !errors.Is(err, unix.ENODEV) {
+	if _, err := c.LinkByName("nosuch0"); !errors.Is(err, syscall.ENODEV) {
 		t.Errorf("missing link: %v, want ENODEV", err)
 	}
 
@@ -42,11 +42,11 @@ func TestLabLinks(t *testing.T) {
 		if err := c.DelLink("tv0"); err != nil {
 			t.Errorf("delete tv0: %v", err)
 		}
-		if _, err := c.LinkByName("tv1"); !errors.Is(err, unix.ENODEV) {
+		if _, err := c.LinkByName("tv1"); !errors.Is(err, syscall.ENODEV) {
 			t.Errorf("tv1 after deleting tv0: %v, want ENODEV", err)
 		}
 	}()
-	if err := c.AddVeth("tv0", "tv2"); !errors.Is(err, unix.EEXIST) {
+	if err := c.AddVeth("tv0", "tv2"); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("adding tv0 twice: %v, want EEXIST", err)
 	}
 	for _, n := range []string{"tv0", "tv1"} {
@@ -64,7 +64,7 @@ func TestLabLinks(t *testing.T) {
 	if err := c.AddAddr("tv0", netip.MustParsePrefix("10.78.0.1/30")); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AddAddr("tv0", netip.MustParsePrefix("10.78.0.1/30")); !errors.Is(err, unix.EEXIST) {
+	if err := c.AddAddr("tv0", netip.MustParsePrefix("10.78.0.1/30")); !errors.Is(err, syscall.EEXIST) {
 		t.Errorf("adding the address twice: %v, want EEXIST", err)
 	}
 }

@@ -7,7 +7,7 @@
 // and tc (rtnetlink(7), tc-netem(8)).
 //
 // The request encoders are pure functions tested against golden bytes; Conn
-// sends them (Linux only).
+// sends them (on Linux: elsewhere Dial fails).
 package rtnl
 
 import (

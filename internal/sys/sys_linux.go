@@ -1,9 +1,10 @@
 // Copyright 2026 The rdmago Authors.
 
-// Package sys holds the raw system calls of package uverbs: thin wrappers over
-// golang.org/x/sys/unix, so the verbs code reads as verbs and every place that
-// enters the kernel is in one file. None of them allocates on success, and
-// errors are bare unix.Errno values for the caller to wrap with the operation.
+// Package sys holds every raw system call the library makes (uverbs, cm and
+// the netlink clients): thin wrappers over golang.org/x/sys/unix, so the verbs
+// and CM code reads as verbs and CM, and every place that enters the kernel is
+// in one file. None of them allocates on success, and errors are bare
+// syscall.Errno values for the caller to wrap with the operation.
 package sys
 
 import (
@@ -12,8 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Supported says whether this system has the kernel interfaces rdmago
+// speaks: always on Linux (whether RDMA is loaded is another matter); an
+// error matching ErrNotSupported elsewhere (sys_other.go).
+func Supported() error { return nil }
+
 // Open opens a character device read-write, close-on-exec.
 func Open(path string) (int, error) { return unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0) }
+
+// OpenNonblock opens a character device read-write, close-on-exec and
+// non-blocking, ready for os.NewFile to put it on the netpoller: how the
+// rdma_cm device is opened.
+func OpenNonblock(path string) (int, error) {
+	return unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+}
 
 // Close closes fd.
 func Close(fd int) error { return unix.Close(fd) }
@@ -90,4 +103,47 @@ func MemlockLimit() (cur uint64, unlimited bool, err error) {
 		return 0, false, err
 	}
 	return lim.Cur, lim.Cur == unix.RLIM_INFINITY, nil
+}
+
+// NetlinkSocket is socket(AF_NETLINK, SOCK_RAW|SOCK_CLOEXEC, proto): a
+// blocking netlink socket of protocol proto (NETLINK_ROUTE, NETLINK_RDMA).
+func NetlinkSocket(proto int) (int, error) {
+	return unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
+}
+
+// NetlinkBind binds a netlink socket to a port id the kernel picks.
+func NetlinkBind(fd int) error {
+	return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+}
+
+// NetlinkPortID is getsockname(2) of a bound netlink socket: the port id the
+// kernel gave it (nl_pid), 0 when the address is not a netlink one.
+func NetlinkPortID(fd int) (uint32, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return 0, err
+	}
+	if nl, ok := sa.(*unix.SockaddrNetlink); ok {
+		return nl.Pid, nil
+	}
+	return 0, nil
+}
+
+// NetlinkExtAck asks for extended acks (error text, NETLINK_EXT_ACK) and for
+// acks without the request echoed back (NETLINK_CAP_ACK). Best effort: older
+// kernels lack these options, and the socket works without them.
+func NetlinkExtAck(fd int) {
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+}
+
+// NetlinkSend is sendto(2) of one request to the kernel (port id 0).
+func NetlinkSend(fd int, b []byte) error {
+	return unix.Sendto(fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+}
+
+// NetlinkRecv is recvfrom(2) of one datagram into b.
+func NetlinkRecv(fd int, b []byte) (int, error) {
+	n, _, err := unix.Recvfrom(fd, b, 0)
+	return n, err
 }

@@ -3,7 +3,9 @@
 // Package sysfs reads what the kernel publishes about RDMA devices in sysfs,
 // procfs and /dev: the files ibv_devinfo, show_gids and rdma-core's udev
 // rules read (drivers/infiniband/core/sysfs.c, uverbs_main.c), plus the
-// network devices and modules under them.
+// network devices and modules under them. It is the library's one sysfs
+// reader: uverbs, cm and the tools read RDMA sysfs only through it, and node
+// GUIDs are parsed and formatted only here (GUID).
 //
 // Every read goes through an FS rooted at a directory, "/" for the running
 // system, so the same code runs on fixture trees captured in the lab
@@ -70,13 +72,9 @@ func (f FS) Exists(p string) bool {
 // List returns the names in directory p, sorted (numerically when all are
 // numbers).
 func (f FS) List(p string) ([]string, error) {
-	ents, err := os.ReadDir(f.Path(p))
+	names, err := listDir(f.Path(p))
 	if err != nil {
 		return nil, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
 	}
 	sortNames(names)
 	return names, nil
@@ -353,23 +351,14 @@ func (f FS) Port(dev string, num int) (Port, error) {
 		if err != nil {
 			continue
 		}
-		s := f.readOpt(base + "/gids/" + g)
-		if s == "" {
-			continue
-		}
-		addr, err := ParseGID(s)
+		e, ok, err := f.GIDAt(dev, num, idx)
 		if err != nil {
 			return bad("gid "+g, err)
 		}
-		if addr.IsUnspecified() {
-			continue // an empty slot
+		if !ok || e.GID.IsUnspecified() {
+			continue // no value, or an empty slot
 		}
-		p.GIDs = append(p.GIDs, GID{
-			Index:  idx,
-			GID:    addr,
-			Type:   f.readOpt(base + "/gid_attrs/types/" + g),
-			Netdev: f.readOpt(base + "/gid_attrs/ndevs/" + g),
-		})
+		p.GIDs = append(p.GIDs, e)
 	}
 	return p, nil
 }
@@ -393,26 +382,11 @@ func (f FS) Counters(dev string, port int) (counters, hw map[string]uint64, err 
 		return nil, nil, fmt.Errorf("rdma device %s has no port %d: %w", dev, port, fs.ErrNotExist)
 	}
 	read := func(dir string) (map[string]uint64, error) {
-		m := map[string]uint64{}
-		names, err := f.List(base + "/" + dir)
+		m, err := readCounterDir(f.Path(base + "/" + dir))
 		if errors.Is(err, fs.ErrNotExist) {
-			return m, nil
+			return map[string]uint64{}, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range names {
-			s, err := f.ReadString(base + "/" + dir + "/" + n)
-			if err != nil {
-				continue // a directory (counters_ext) or an unreadable counter
-			}
-			v, err := parseUint(s, 64)
-			if err != nil {
-				continue
-			}
-			m[n] = v
-		}
-		return m, nil
+		return m, err
 	}
 	if counters, err = read("counters"); err != nil {
 		return nil, nil, fmt.Errorf("%s port %d counters: %w", dev, port, err)
@@ -427,21 +401,13 @@ func (f FS) Counters(dev string, port int) (counters, hw map[string]uint64, err 
 // name ("rxe0" → "uverbs0") from /sys/class/infiniband_verbs/*/ibdev. The map
 // is empty when ib_uverbs is not loaded.
 func (f FS) UverbsDevices() (map[string]string, error) {
-	m := map[string]string{}
-	names, err := f.List("/sys/class/infiniband_verbs")
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
-	}
+	devs, err := f.VerbsDevices()
 	if err != nil {
-		return nil, fmt.Errorf("list uverbs devices: %w", err)
+		return nil, err
 	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, "uverbs") {
-			continue
-		}
-		if ib := f.readOpt("/sys/class/infiniband_verbs/" + n + "/ibdev"); ib != "" {
-			m[ib] = n
-		}
+	m := map[string]string{}
+	for _, d := range devs {
+		m[d.IBDev] = d.Name
 	}
 	return m, nil
 }

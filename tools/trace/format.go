@@ -7,15 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Field is one decoded detail of an event.
@@ -244,29 +242,11 @@ var ucmReq = map[uint32]func(body []byte) []Field{
 // ("/sys/class/infiniband_verbs").
 func UverbsDevices(sysfsRoot string) map[uint32]string {
 	m := map[uint32]string{}
-	ents, err := readDir(sysfsRoot)
-	if err != nil {
-		return m
-	}
-	for _, name := range ents {
-		if !strings.HasPrefix(name, "uverbs") {
-			continue
+	devs, _ := sysfs.ReadVerbsClass(sysfsRoot)
+	for _, d := range devs {
+		if d.Dev != 0 {
+			m[d.Dev] = d.IBDev
 		}
-		dev, err1 := readTrim(sysfsRoot + "/" + name + "/dev")
-		ibdev, err2 := readTrim(sysfsRoot + "/" + name + "/ibdev")
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		maj, min, ok := strings.Cut(dev, ":")
-		if !ok {
-			continue
-		}
-		ma, err1 := strconv.ParseUint(maj, 10, 12)
-		mi, err2 := strconv.ParseUint(min, 10, 20)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		m[uint32(ma<<20|mi)] = ibdev
 	}
 	return m
 }
@@ -414,9 +394,10 @@ func sockaddr(b []byte) string {
 	return ""
 }
 
-// errnoName is "EINVAL" for EINVAL (the C spelling strace prints).
+// errnoName is "EINVAL" for EINVAL (the C spelling strace prints), the
+// Linux errno the event carries; "errnoN" when the name is not known.
 func errnoName(e syscall.Errno) string {
-	switch s := unix.ErrnoName(e); s {
+	switch s := linuxErrnoName(e); s {
 	case "ENOTSUP":
 		return "EOPNOTSUPP" // same number on Linux; the kernel spells it this way
 	case "":
@@ -424,23 +405,6 @@ func errnoName(e syscall.Errno) string {
 		return s
 	}
 	return "errno" + strconv.Itoa(int(e))
-}
-
-func readDir(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names, nil
-}
-
-func readTrim(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	return strings.TrimSpace(string(b)), err
 }
 
 // FormatDuration prints ns as strace -T would, in the unit that fits: "41us",

@@ -1,5 +1,7 @@
 // Copyright 2026 The rdmago Authors.
 
+//go:build linux
+
 // Command guestinit is the lab guest's /init (see package guest). rdmalab
 // builds it with CGO_ENABLED=0 and puts it into the initramfs; it is not meant
 // to be run anywhere else.

@@ -4,10 +4,10 @@ package rdmanl
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // Conn is an RDMA netlink socket. Listing needs no privileges; adding and
@@ -19,7 +19,7 @@ type Conn struct {
 // Dial opens a NETLINK_RDMA socket. It fails with EPROTONOSUPPORT on a kernel
 // without RDMA (CONFIG_INFINIBAND unset or ib_core not loaded).
 func Dial() (*Conn, error) {
-	c, err := netlink.Dial(unix.NETLINK_RDMA)
+	c, err := netlink.Dial(netlink.NETLINK_RDMA)
 	if err != nil {
 		return nil, fmt.Errorf("rdma netlink (is ib_core loaded?): %w", err)
 	}
@@ -57,7 +57,7 @@ func (c *Conn) DeviceByName(name string) (Device, error) {
 			return d, nil
 		}
 	}
-	return Device{}, fmt.Errorf("rdma device %q: %w", name, unix.ENODEV)
+	return Device{}, fmt.Errorf("rdma device %q: %w", name, syscall.ENODEV)
 }
 
 // Ports lists the ports of the device with index dev (`rdma link show DEV`).

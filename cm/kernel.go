@@ -8,21 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sys"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
-// Where the kernel publishes the rdma_cm character device. Variables so tests
-// can point them elsewhere.
-var (
-	ucmDevPath    = "/dev/infiniband/rdma_cm"
-	ucmABIVersion = "/sys/class/misc/rdma_cm/abi_version"
-)
+// Where the kernel publishes the rdma_cm character device (a variable so
+// tests can point it elsewhere) and its ABI version, in sysfs.
+var ucmDevPath = "/dev/infiniband/rdma_cm"
+
+const ucmSysfsDir = "/sys/class/misc/rdma_cm"
 
 // ucmDev is the real /dev/infiniband/rdma_cm: a non-blocking descriptor
 // registered with Go's netpoller (os.NewFile), so waiting for an event parks a
@@ -49,19 +47,19 @@ func openUCM() (*ucmDev, error) {
 		nl.Close()
 	}
 	if abiv < 0 {
-		if b, err := os.ReadFile(ucmABIVersion); err == nil {
-			abiv, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if v, err := sysfs.New("/").ABIVersion(ucmSysfsDir); err == nil {
+			abiv = v
 		}
 	}
 	if abiv >= 0 && abiv != abi.RDMA_USER_CM_ABI_VERSION {
 		return nil, fmt.Errorf("open %s: the kernel speaks rdma_cm ABI %d, rdmago speaks %d: %w", path, abiv, abi.RDMA_USER_CM_ABI_VERSION, ErrNotSupported)
 	}
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := sys.OpenNonblock(path)
 	if err != nil {
 		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENXIO):
 			return nil, fmt.Errorf("open %s: %w (load rdma_ucm and create an RDMA device, e.g. `rdma link add rxe0 type rxe netdev eth0`, or run in the lab: go run ./cmd/rdmalab): %w", path, err, ErrNoDevice)
-		case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 			return nil, fmt.Errorf("open %s: %w (it needs read-write access: check its permissions or the rdma group)", path, err)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -83,12 +81,12 @@ func (d *ucmDev) write(b, buf []byte) error {
 	err := d.rc.Control(func(fd uintptr) {
 		for {
 			var n int
-			n, werr = unix.Write(int(fd), b)
-			if werr == unix.EINTR {
+			n, werr = sys.Write(int(fd), b)
+			if werr == syscall.EINTR {
 				continue
 			}
 			if werr == nil && n != len(b) {
-				werr = fmt.Errorf("short write of %d of %d bytes: %w", n, len(b), unix.EIO)
+				werr = fmt.Errorf("short write of %d of %d bytes: %w", n, len(b), syscall.EIO)
 			}
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
 )
 
 // DevNode stats the system path p (such as "/dev/infiniband/uverbs0") under
@@ -21,8 +20,6 @@ func (f FS) DevNode(p string) (DevNode, error) {
 		return DevNode{}, fmt.Errorf("stat %s: %w", p, err)
 	}
 	d := DevNode{Path: p, Mode: fi.Mode()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		d.UID, d.GID = st.Uid, st.Gid
-	}
+	d.UID, d.GID = owner(fi)
 	return d, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 
 	"github.com/rdmago/rdmago/internal/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // Conn is an rtnetlink socket. The caller must Close it.
@@ -17,7 +16,7 @@ type Conn struct {
 
 // Dial opens an rtnetlink socket in the caller's network namespace.
 func Dial() (*Conn, error) {
-	c, err := netlink.Dial(unix.NETLINK_ROUTE)
+	c, err := netlink.Dial(netlink.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("rtnetlink: %w", err)
 	}

@@ -5,10 +5,9 @@ package netlink
 import (
 	"errors"
 	"fmt"
-
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Conn is a request/response netlink socket of one protocol (NETLINK_ROUTE,
@@ -19,30 +18,25 @@ type Conn struct {
 	pid uint32
 }
 
-// Dial opens an AF_NETLINK socket of the given protocol (unix.NETLINK_*), asking
-// the kernel for extended acks (error text) where it supports them.
+// Dial opens an AF_NETLINK socket of the given protocol (NETLINK_ROUTE,
+// NETLINK_RDMA), asking the kernel for extended acks (error text) where it
+// supports them.
 func Dial(proto int) (*Conn, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
+	fd, err := sys.NetlinkSocket(proto)
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket (protocol %d): %w", proto, err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		unix.Close(fd)
+	if err := sys.NetlinkBind(fd); err != nil {
+		sys.Close(fd)
 		return nil, fmt.Errorf("netlink bind: %w", err)
 	}
-	sa, err := unix.Getsockname(fd)
+	pid, err := sys.NetlinkPortID(fd)
 	if err != nil {
-		unix.Close(fd)
+		sys.Close(fd)
 		return nil, fmt.Errorf("netlink getsockname: %w", err)
 	}
-	// Best effort: older kernels lack these options.
-	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
-	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
-	c := &Conn{fd: fd}
-	if nl, ok := sa.(*unix.SockaddrNetlink); ok {
-		c.pid = nl.Pid
-	}
-	return c, nil
+	sys.NetlinkExtAck(fd)
+	return &Conn{fd: fd, pid: pid}, nil
 }
 
 // Close closes the socket. It is idempotent.
@@ -50,7 +44,7 @@ func (c *Conn) Close() error {
 	if c == nil || c.fd < 0 {
 		return nil
 	}
-	err := unix.Close(c.fd)
+	err := sys.Close(c.fd)
 	c.fd = -1
 	if err != nil {
 		return fmt.Errorf("netlink close: %w", err)
@@ -72,14 +66,14 @@ func (c *Conn) Execute(typ, flags uint16, payload []byte) ([]Message, error) {
 	}
 	c.seq++
 	req := Message{Header: Header{Type: typ, Flags: flags, Seq: c.seq}, Data: payload}
-	if err := unix.Sendto(c.fd, req.Marshal(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := sys.NetlinkSend(c.fd, req.Marshal()); err != nil {
 		return nil, fmt.Errorf("netlink send: %w", err)
 	}
 	var out []Message
 	buf := make([]byte, 1<<16)
 	for {
-		n, _, err := unix.Recvfrom(c.fd, buf, 0)
-		if err == unix.EINTR {
+		n, err := sys.NetlinkRecv(c.fd, buf)
+		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
