@@ -35,6 +35,11 @@ var (
 
 	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
 	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))
-	sizeofIoctlHdr    = int(unsafe.Sizeof(abi.IoctlHdr{}))
-	sizeofIoctlAttr   = int(unsafe.Sizeof(abi.IoctlAttr{}))
+)
+
+// Constant sizes and offsets, usable in the programs' instructions.
+const (
+	sizeofIoctlHdr        = int(unsafe.Sizeof(abi.IoctlHdr{}))
+	sizeofIoctlAttr       = int(unsafe.Sizeof(abi.IoctlAttr{}))
+	offsetofIoctlNumAttrs = int(unsafe.Offsetof(abi.IoctlHdr{}.NumAttrs))
 )
