@@ -38,7 +38,7 @@ func TestRunIoctlBig(t *testing.T) {
 	hdr := abi.IoctlHdr{Length: uint16(sizeofIoctlHdr + n*sizeofIoctlAttr), ObjectID: abi.UVERBS_OBJECT_QP,
 		MethodID: abi.UVERBS_METHOD_QP_CREATE, NumAttrs: n, DriverID: abi.RDMA_DRIVER_RXE}
 	attrs := make([]abi.IoctlAttr, n)
-	attrs[0] = abi.IoctlAttr{AttrID: abi.UVERBS_ATTR_CREATE_QP_HANDLE}                          // IDR NEW
+	attrs[0] = abi.IoctlAttr{AttrID: abi.UVERBS_ATTR_CREATE_QP_HANDLE}                            // IDR NEW
 	attrs[1] = abi.IoctlAttr{AttrID: abi.UVERBS_ATTR_CREATE_QP_TYPE, Len: 1, Data: abi.IB_QPT_RC} // inline
 	attrs[2] = abi.IoctlAttr{AttrID: abi.UVERBS_ATTR_CREATE_QP_CAP, Len: 20, Data: addr + 1024}   // PTR_IN
 	attrs[3] = abi.IoctlAttr{AttrID: abi.UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, Len: 4, Data: addr + 2048}
