@@ -42,4 +42,5 @@ const (
 	sizeofIoctlHdr        = int(unsafe.Sizeof(abi.IoctlHdr{}))
 	sizeofIoctlAttr       = int(unsafe.Sizeof(abi.IoctlAttr{}))
 	offsetofIoctlNumAttrs = int(unsafe.Offsetof(abi.IoctlHdr{}.NumAttrs))
+	sizeofGIDEntry        = int(unsafe.Sizeof(abi.GIDEntry{}))
 )
