@@ -58,7 +58,7 @@ func TestIoctlLines(t *testing.T) {
 	modify[96] = abi.IB_QPS_RTR
 	modify[98] = abi.IB_MTU_1024
 	copy(modify[0:16], []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2}) // dgid
-	modify[24], modify[25], modify[30] = 1, 1, 1                                     // sgid_index, hop_limit, is_global
+	modify[24], modify[25], modify[30] = 1, 1, 1                                       // sgid_index, hop_limit, is_global
 
 	tests := []struct {
 		name string
