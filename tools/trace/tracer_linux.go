@@ -371,12 +371,22 @@ func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
 
 // Read waits for the next event until ctx is done.
 func (t *Tracer) Read(ctx context.Context) (Event, error) {
+	rec, err := t.ReadRecord(ctx)
+	if err != nil {
+		return Event{}, err
+	}
+	return DecodeEvent(rec)
+}
+
+// ReadRecord waits for the next raw record (what DecodeEvent decodes) until
+// ctx is done.
+func (t *Tracer) ReadRecord(ctx context.Context) ([]byte, error) {
 	if t.closed || t.rd == nil {
-		return Event{}, fmt.Errorf("read: %w", os.ErrClosed)
+		return nil, fmt.Errorf("read: %w", os.ErrClosed)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Event{}, err
+			return nil, err
 		}
 		t.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
 		rec, err := t.rd.Read()
@@ -384,9 +394,9 @@ func (t *Tracer) Read(ctx context.Context) (Event, error) {
 			continue
 		}
 		if err != nil {
-			return Event{}, fmt.Errorf("read ring buffer: %w", err)
+			return nil, fmt.Errorf("read ring buffer: %w", err)
 		}
-		return DecodeEvent(rec.RawSample)
+		return rec.RawSample, nil
 	}
 }
 
