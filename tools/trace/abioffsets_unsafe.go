@@ -23,6 +23,9 @@ var (
 		{Cmd: abi.RDMA_USER_CM_CMD_DESTROY_ID,
 			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMDestroyID{}.Response)),
 			Size:   int32(unsafe.Sizeof(abi.UCMDestroyIDResp{}))},
+		{Cmd: abi.RDMA_USER_CM_CMD_INIT_QP_ATTR,
+			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMInitQPAttr{}.Response)),
+			Size:   int32(unsafe.Offsetof(abi.QPAttr{}.RqPSN))},
 		{Cmd: abi.RDMA_USER_CM_CMD_GET_EVENT,
 			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMGetEvent{}.Response)),
 			Size:   int32(unsafe.Offsetof(abi.UCMEventResp{}.Param))},
@@ -32,6 +35,10 @@ var (
 	ucmEventRespID     = int(unsafe.Offsetof(abi.UCMEventResp{}.ID))
 	ucmEventRespEvent  = int(unsafe.Offsetof(abi.UCMEventResp{}.Event))
 	ucmEventRespStatus = int(unsafe.Offsetof(abi.UCMEventResp{}.Status))
+
+	// Where the id of CONNECT and ACCEPT ends, past their connection parameters.
+	ucmConnectIDEnd = int(unsafe.Offsetof(abi.UCMConnect{}.ID)) + 4
+	ucmAcceptIDEnd  = int(unsafe.Offsetof(abi.UCMAccept{}.ID)) + 4
 
 	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
 	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))

@@ -87,8 +87,8 @@ var portSpaceNames = map[uint16]string{
 	abi.RDMA_PS_TCP: "TCP", abi.RDMA_PS_UDP: "UDP", abi.RDMA_PS_IB: "IB", abi.RDMA_PS_IPOIB: "IPOIB",
 }
 
-// ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr). The
-// data holds the first bytes only: fields past it are not shown.
+// ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr); most
+// decoders are in ucmdec.go.
 var ucmReq = map[uint32]func(body []byte) []Field{
 	abi.RDMA_USER_CM_CMD_CREATE_ID: decoder(func(c *abi.UCMCreateID) []Field {
 		ps, ok := portSpaceNames[c.PS]
@@ -100,25 +100,27 @@ var ucmReq = map[uint32]func(body []byte) []Field{
 	abi.RDMA_USER_CM_CMD_DESTROY_ID: decoder(func(c *abi.UCMDestroyID) []Field {
 		return []Field{u("id", c.ID)}
 	}),
-	abi.RDMA_USER_CM_CMD_BIND: decoder(func(c *abi.UCMBind) []Field {
-		f := []Field{u("id", c.ID)}
-		if s := sockaddr(c.Addr[:]); s != "" {
-			f = append(f, Field{"addr", s})
-		}
-		return f
-	}),
+	abi.RDMA_USER_CM_CMD_BIND:          ucmBind,
+	abi.RDMA_USER_CM_CMD_BIND_IP:       ucmBindIP,
+	abi.RDMA_USER_CM_CMD_RESOLVE_IP:    ucmResolveIP,
+	abi.RDMA_USER_CM_CMD_RESOLVE_ADDR:  ucmResolveAddr,
+	abi.RDMA_USER_CM_CMD_QUERY:         ucmQuery,
+	abi.RDMA_USER_CM_CMD_REJECT:        ucmReject,
+	abi.RDMA_USER_CM_CMD_INIT_QP_ATTR:  ucmInitQPAttr,
+	abi.RDMA_USER_CM_CMD_NOTIFY:        ucmNotify,
+	abi.RDMA_USER_CM_CMD_JOIN_IP_MCAST: ucmJoinIPMcast,
+	abi.RDMA_USER_CM_CMD_JOIN_MCAST:    ucmJoinMcast,
+	abi.RDMA_USER_CM_CMD_LEAVE_MCAST:   ucmLeaveMcast,
+	abi.RDMA_USER_CM_CMD_SET_OPTION:    ucmSetOption,
+	abi.RDMA_USER_CM_CMD_MIGRATE_ID:    ucmMigrateID,
 	abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE: decoder(func(c *abi.UCMResolveRoute) []Field {
 		return []Field{u("id", c.ID), u("timeout_ms", c.TimeoutMS)}
 	}),
 	abi.RDMA_USER_CM_CMD_LISTEN: decoder(func(c *abi.UCMListen) []Field {
 		return []Field{u("id", c.ID), u("backlog", c.Backlog)}
 	}),
-	abi.RDMA_USER_CM_CMD_CONNECT: decoder(func(c *abi.UCMConnect) []Field {
-		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	}),
-	abi.RDMA_USER_CM_CMD_ACCEPT: decoder(func(c *abi.UCMAccept) []Field {
-		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	}),
+	abi.RDMA_USER_CM_CMD_CONNECT: ucmConnect,
+	abi.RDMA_USER_CM_CMD_ACCEPT:  ucmAccept,
 	abi.RDMA_USER_CM_CMD_DISCONNECT: decoder(func(c *abi.UCMDisconnect) []Field {
 		return []Field{u("id", c.ID)}
 	}),
@@ -231,6 +233,9 @@ func (f *Formatter) Describe(e Event) Description {
 					{"status", int64(int32(bo.Uint32(e.Resp[ucmEventRespStatus:])))},
 					u("id", bo.Uint32(e.Resp[ucmEventRespID:])),
 				}
+				d.Resp = ucmEventStatus(d.Resp, int32(bo.Uint32(e.Resp[ucmEventRespStatus:])))
+			case abi.RDMA_USER_CM_CMD_INIT_QP_ATTR:
+				d.Resp = ucmInitQPAttrResp(e.Resp)
 			}
 		}
 	case KindCMEvent:
@@ -274,7 +279,7 @@ func sockaddr(b []byte) string {
 		}
 		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port).String()
 	case abi.AF_IB:
-		return "AF_IB"
+		return sockaddrIB(b)
 	}
 	return ""
 }

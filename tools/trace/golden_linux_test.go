@@ -24,6 +24,8 @@ import (
 //	NAME.txt  the records as Formatter lines (times from the first record)
 //
 // TestGoldenTraces decodes the records again on any host.
+var goldenUpdate = flag.Bool("rdmatrace.update", false, "rewrite testdata/golden/*.txt from the .rec files (then review the diff)")
+
 var goldenDir = flag.String("rdmatrace.golden", "", "lab: write the C programs' raw traces into `DIR` (testdata/golden)")
 
 // writeGoldenRecords writes records as a .rec file.
@@ -162,6 +164,12 @@ func TestGoldenTraces(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := strings.Join(goldenLines(evs), "\n") + "\n"
+			if *goldenUpdate {
+				if err := os.WriteFile(strings.TrimSuffix(rec, ".rec")+".txt", []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				want = []byte(got)
+			}
 			if got != string(want) {
 				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
 				for i := range min(len(gl), len(wl)) {
