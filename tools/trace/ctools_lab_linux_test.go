@@ -107,21 +107,34 @@ func saveGolden(t *testing.T, name string, run cToolRun) {
 	t.Logf("wrote %s.{rec,out,txt}", base)
 }
 
-// TestLabPingpong traces rdma-core's ibv_rc_pingpong (server and client on
-// this node): the QPs the trace shows created, moved to RTR and rung must be
-// those the programs print.
+// TestLabPingpong traces rdma-core's ibv_*_pingpong programs (server and
+// client on this node): the QPs the trace shows created, moved to RTR and
+// rung must be those the programs print.
 func TestLabPingpong(t *testing.T) {
 	env := labtest.Require(t)
-	port := fmt.Sprint(18515 + os.Getpid()%1000)
-	args := []string{"-d", env.Dev, "-g", "1", "-p", port, "-n", "5"}
-	run := traceCTool(t, "ibv_rc_pingpong",
-		func(ctx context.Context) *exec.Cmd { return labtest.HostTool(t, ctx, "ibv_rc_pingpong", args...) },
-		func(ctx context.Context) *exec.Cmd {
-			return labtest.HostTool(t, ctx, "ibv_rc_pingpong", append(args, env.Addr)...)
+	for i, tc := range []struct {
+		prog string
+		args []string
+	}{
+		{"ibv_rc_pingpong", nil},
+		{"ibv_uc_pingpong", nil},
+		{"ibv_ud_pingpong", []string{"-s", "512"}},
+		{"ibv_srq_pingpong", []string{"-q", "2"}},
+	} {
+		t.Run(tc.prog, func(t *testing.T) {
+			port := fmt.Sprint(18515 + os.Getpid()%1000 + 10*i)
+			args := append([]string{"-d", env.Dev, "-g", "1", "-p", port, "-n", "5"}, tc.args...)
+			comm := tc.prog[:min(len(tc.prog), commLen-1)] // the kernel keeps 15 bytes
+			run := traceCTool(t, comm,
+				func(ctx context.Context) *exec.Cmd { return labtest.HostTool(t, ctx, tc.prog, args...) },
+				func(ctx context.Context) *exec.Cmd {
+					return labtest.HostTool(t, ctx, tc.prog, append(args, env.Addr)...)
+				})
+			checkNamed(t, tc.prog, run.evs)
+			checkPingpong(t, run.evs, run.out, tc.prog != "ibv_ud_pingpong")
+			saveGolden(t, tc.prog, run)
 		})
-	checkNamed(t, "ibv_rc_pingpong", run.evs)
-	checkPingpong(t, run.evs, run.out)
-	saveGolden(t, "ibv_rc_pingpong", run)
+	}
 }
 
 // TestLabRpingDecoded traces rdma-core's rping: the QPs created must be

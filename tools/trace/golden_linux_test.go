@@ -74,22 +74,22 @@ func goldenLines(evs []Event) []string {
 
 var pingpongQPN = regexp.MustCompile(`(local|remote) address: .*QPN 0x([0-9a-f]+)`)
 
-// pingpongQPNs parses the local and remote QPNs ibv_*_pingpong prints.
-func pingpongQPNs(out string) (local, remote uint64, err error) {
-	var got [2]bool
+// pingpongQPNs parses the local and remote QPNs ibv_*_pingpong print, one
+// pair per QP.
+func pingpongQPNs(out string) (local, remote []uint64, err error) {
 	for _, m := range pingpongQPN.FindAllStringSubmatch(out, -1) {
 		v, err := strconv.ParseUint(m[2], 16, 32)
 		if err != nil {
-			return 0, 0, err
+			return nil, nil, err
 		}
 		if m[1] == "local" {
-			local, got[0] = v, true
+			local = append(local, v)
 		} else {
-			remote, got[1] = v, true
+			remote = append(remote, v)
 		}
 	}
-	if !got[0] || !got[1] {
-		return 0, 0, fmt.Errorf("no local and remote QPN in %q", out)
+	if len(local) == 0 || len(local) != len(remote) {
+		return nil, nil, fmt.Errorf("local QPNs %v and remote QPNs %v in %q", local, remote, out)
 	}
 	return local, remote, nil
 }
@@ -185,56 +185,60 @@ func TestGoldenTraces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.HasPrefix(name, "ibv_rc_pingpong") {
-				checkPingpong(t, evs, string(out))
+			if strings.HasPrefix(name, "ibv_") {
+				checkPingpong(t, evs, string(out), !strings.HasPrefix(name, "ibv_ud_"))
 			}
 		})
 	}
 }
 
-// checkPingpong checks a trace of an ibv_rc_pingpong server and client
-// against their output (server's then client's, split at "--- client").
-func checkPingpong(t *testing.T, evs []Event, out string) {
+// checkPingpong checks a trace of an ibv_*_pingpong server and client
+// against their output (server's then client's, split at "--- client"):
+// each process created exactly the QPs it printed as local, rang every one
+// of them, and (connected QPs) moved each to RTR towards the remote QPN it
+// printed next to it.
+func checkPingpong(t *testing.T, evs []Event, out string, connected bool) {
 	t.Helper()
 	server, client, ok := strings.Cut(out, "--- client\n")
 	if !ok {
 		t.Fatalf("output without the client marker: %q", out)
 	}
-	var pairs [][2]uint64
-	for _, o := range []string{server, client} {
-		l, r, err := pingpongQPNs(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pairs = append(pairs, [2]uint64{l, r})
-	}
 	views := qpViews(evs)
 	if len(views) != 2 {
 		t.Fatalf("%d processes traced, want the server and the client", len(views))
 	}
-	for _, p := range pairs {
-		found := false
-		for pid, v := range views {
-			if !v.created[p[0]] {
-				continue
-			}
-			found = true
-			if len(v.created) != 1 {
-				t.Errorf("pid %d created QPNs %v, the program printed %#x", pid, v.created, p[0])
-			}
-			if v.rtr[p[0]] != p[1] {
-				t.Errorf("pid %d: QPN %#x moved to RTR towards %#x, the program printed remote QPN %#x (rtr %v)", pid, p[0], v.rtr[p[0]], p[1], v.rtr)
-			}
-			if v.posts[p[0]] == 0 {
-				t.Errorf("pid %d: no POST_SEND shown for QPN %#x: %v", pid, p[0], v.posts)
+	for _, o := range []string{server, client} {
+		local, remote, err := pingpongQPNs(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v *qpView
+		for _, x := range views {
+			if x.created[local[0]] {
+				v = x
 			}
 		}
-		if !found {
+		if v == nil {
 			var created []map[uint64]bool
-			for _, v := range views {
-				created = append(created, v.created)
+			for _, x := range views {
+				created = append(created, x.created)
 			}
-			t.Errorf("no traced QP creation gave the QPN %#x the program printed as local; created: %v", p[0], created)
+			t.Errorf("no traced QP creation gave the QPN %#x the program printed as local; created: %v", local[0], created)
+			continue
+		}
+		if len(v.created) != len(local) {
+			t.Errorf("traced creations gave QPNs %v, the program printed %v", v.created, local)
+		}
+		for i, l := range local {
+			if !v.created[l] {
+				t.Errorf("QPN %#x printed, not among the traced creations %v", l, v.created)
+			}
+			if connected && v.rtr[l] != remote[i] {
+				t.Errorf("QPN %#x moved to RTR towards %#x, the program printed remote QPN %#x (rtr %v)", l, v.rtr[l], remote[i], v.rtr)
+			}
+			if v.posts[l] == 0 {
+				t.Errorf("no POST_SEND shown for QPN %#x: %v", l, v.posts)
+			}
 		}
 	}
 }
