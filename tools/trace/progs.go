@@ -267,21 +267,27 @@ func (b *builder) countStat(idx int32, stackOff int16) {
 func verbsWriteEntry(kind Kind, f filter, ko kernelOffsets) (asm.Instructions, error) {
 	b := &builder{}
 	exit := "exit"
-	if err := b.prologue(kind, f, exit); err != nil {
-		return nil, err
-	}
-	if err := b.loadArg(asm.R1, 2); err != nil {
-		return nil, err
-	}
-	b.emit(asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord))
-	if err := b.dev(0, ko); err != nil {
-		return nil, err
-	}
-	if err := b.userData(1); err != nil {
+	if err := b.writeEntryHead(kind, f, ko, exit); err != nil {
 		return nil, err
 	}
 	b.epilogueInflight(exit)
 	return b.insns, nil
+}
+
+// writeEntryHead builds the record of a write(filp, buf, count, pos) entry
+// on the stack: the prologue, count in a0, the device, and buf's data.
+func (b *builder) writeEntryHead(kind Kind, f filter, ko kernelOffsets, exit string) error {
+	if err := b.prologue(kind, f, exit); err != nil {
+		return err
+	}
+	if err := b.loadArg(asm.R1, 2); err != nil {
+		return err
+	}
+	b.emit(asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord))
+	if err := b.dev(0, ko); err != nil {
+		return err
+	}
+	return b.userData(1)
 }
 
 // verbsMmapEntry is the kprobe on ib_uverbs_mmap(struct file *filp,

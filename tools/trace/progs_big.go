@@ -180,17 +180,7 @@ func verbsIoctlEntry(f filter, ko kernelOffsets) (asm.Instructions, error) {
 func ucmaWriteEntry(f filter, ko kernelOffsets) (asm.Instructions, error) {
 	b := &builder{}
 	exit := "exit"
-	if err := b.prologue(KindUCMWrite, f, exit); err != nil {
-		return nil, err
-	}
-	if err := b.loadArg(asm.R1, 2); err != nil {
-		return nil, err
-	}
-	b.emit(asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord))
-	if err := b.dev(0, ko); err != nil {
-		return nil, err
-	}
-	if err := b.userData(1); err != nil {
+	if err := b.writeEntryHead(KindUCMWrite, f, ko, exit); err != nil {
 		return nil, err
 	}
 	b.toScratch(exit)
