@@ -40,6 +40,9 @@ var (
 	ucmConnectIDEnd = int(unsafe.Offsetof(abi.UCMConnect{}.ID)) + 4
 	ucmAcceptIDEnd  = int(unsafe.Offsetof(abi.UCMAccept{}.ID)) + 4
 
+	// Where ib_uverbs_modify_qp's last attribute shown (rnr_retry) ends.
+	modifyQPEnd = int(unsafe.Offsetof(abi.ModifyQP{}.RnrRetry)) + 1
+
 	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
 	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))
 )

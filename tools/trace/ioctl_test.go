@@ -177,3 +177,27 @@ func TestRestartErrno(t *testing.T) {
 		}
 	}
 }
+
+// TestCutRecordsShowNoZeros: fields past what a write() record holds are
+// left out, not shown as zeros.
+func TestCutRecordsShowNoZeros(t *testing.T) {
+	f := &Formatter{}
+	// QUERY_PORT's response is 40 bytes; the record keeps 24 (state is at 34).
+	qp := record{kind: KindVerbsWrite, flags: flagReturned | flagData | flagResp, pid: 1,
+		data: cmd(abi.IB_USER_VERBS_CMD_QUERY_PORT, 4, 10, uint64(0x1000), uint8(1)), resp: make([]byte, 24)}
+	if got, want := f.Line(mustDecode(t, qp)), "0.000000 [1] uverbs QUERY_PORT port=1 -> ok 0us"; got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+	// MODIFY_QP_EX: 104 bytes of the body after both headers; port (104)
+	// and timeout (105) are past them.
+	modify := make([]byte, 112)
+	ne.PutUint32(modify[64:], 3)
+	ne.PutUint32(modify[68:], abi.IB_QP_STATE|abi.IB_QP_PORT|abi.IB_QP_TIMEOUT)
+	modify[96] = abi.IB_QPS_INIT
+	ex := uint32(abi.IB_USER_VERBS_CMD_FLAG_EXTENDED)
+	r := record{kind: KindVerbsWrite, flags: flagReturned | flagData, pid: 1,
+		data: append(cmd(ex|abi.IB_USER_VERBS_EX_CMD_MODIFY_QP, 15, 1, uint64(0x10), uint32(0), uint32(0)), modify...)}
+	if got, want := f.Line(mustDecode(t, r)), "0.000000 [1] uverbs MODIFY_QP_EX qp=3 mask=0x221 state=INIT -> ok 0us"; got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}

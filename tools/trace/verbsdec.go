@@ -3,6 +3,7 @@
 package trace
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -170,10 +171,30 @@ var verbsReq = map[uint32]func(body []byte) []Field{
 	}),
 }
 
-// modifyQP shows the handle, the mask and every attribute the mask selects.
-var modifyQP = decoder(func(c *abi.ModifyQP) []Field {
+// whole makes a table entry like decoder for a struct whose fields are shown
+// only when all of it was read (a write() response is cut at recRespLen).
+func whole[T any](fields func(*T) []Field) func([]byte) []Field {
+	return func(b []byte) []Field {
+		var v T
+		if len(b) < binary.Size(v) {
+			return nil
+		}
+		decode(b, &v)
+		return fields(&v)
+	}
+}
+
+// modifyQP shows the handle, the mask and every attribute the mask selects
+// that the record holds (an extended command's data ends before the port,
+// timeout and retry counts).
+var modifyQP = func(b []byte) []Field {
+	var c abi.ModifyQP
+	decode(b, &c)
 	f := []Field{u("qp", c.QPHandle), hex32("mask", c.AttrMask)}
 	m := c.AttrMask
+	if len(b) < modifyQPEnd {
+		m &^= abi.IB_QP_PORT | abi.IB_QP_TIMEOUT | abi.IB_QP_RETRY_CNT | abi.IB_QP_RNR_RETRY
+	}
 	add := func(bit uint32, k string, v any) {
 		if m&bit != 0 {
 			f = append(f, Field{k, v})
@@ -204,7 +225,7 @@ var modifyQP = decoder(func(c *abi.ModifyQP) []Field {
 	add(abi.IB_QP_MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic", uint64(c.MaxDestRdAtomic))
 	add(abi.IB_QP_DEST_QPN, "dest_qpn", uint64(c.DestQPNum))
 	return f
-})
+}
 
 // verbsExReq decodes the body (after both headers) of extended commands.
 var verbsExReq = map[uint32]func(body []byte) []Field{
@@ -263,7 +284,7 @@ var verbsResp = map[uint32]func(resp []byte) []Field{
 	}),
 	abi.IB_USER_VERBS_CMD_CREATE_QP: createQPResp,
 	abi.IB_USER_VERBS_CMD_OPEN_QP:   createQPResp,
-	abi.IB_USER_VERBS_CMD_QUERY_QP: decoder(func(r *abi.QueryQPResp) []Field {
+	abi.IB_USER_VERBS_CMD_QUERY_QP: whole(func(r *abi.QueryQPResp) []Field {
 		return []Field{{"state", nameOr(qpStateNames, r.QPState)}, {"mtu", nameOr(mtuNames, r.PathMTU)},
 			u("dest_qpn", r.DestQPNum), u("sq_psn", r.SqPSN), u("rq_psn", r.RqPSN)}
 	}),
@@ -300,7 +321,7 @@ var createSRQResp = decoder(func(r *abi.CreateSRQResp) []Field {
 
 // queryPortResp decodes ib_uverbs_query_port_resp (the write() response, and
 // the head of the ioctl's ib_uverbs_query_port_resp_ex).
-var queryPortResp = decoder(func(r *abi.QueryPortResp) []Field {
+var queryPortResp = whole(func(r *abi.QueryPortResp) []Field {
 	return []Field{{"state", nameOr(portStateNames, r.State)}, {"mtu", nameOr(mtuNames, r.ActiveMTU)},
 		{"link_layer", nameOr(linkLayerNames, r.LinkLayer)}, u("gid_tbl_len", r.GidTblLen), {"lid", uint64(r.LID)}}
 })
