@@ -43,6 +43,9 @@ var (
 	// Where ib_uverbs_modify_qp's last attribute shown (rnr_retry) ends.
 	modifyQPEnd = int(unsafe.Offsetof(abi.ModifyQP{}.RnrRetry)) + 1
 
+	// Where ib_uverbs_query_device_resp's last field shown (max_pd) ends.
+	queryDeviceMaxPDEnd = int(unsafe.Offsetof(abi.QueryDeviceResp{}.MaxPD)) + 4
+
 	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
 	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))
 )

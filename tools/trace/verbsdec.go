@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // The decoders of the uverbs write() commands: request bodies and responses,
@@ -260,6 +261,17 @@ var verbsResp = map[uint32]func(resp []byte) []Field{
 		return []Field{u("async_fd", r.AsyncFD), u("num_comp_vectors", r.NumCompVectors)}
 	}),
 	abi.IB_USER_VERBS_CMD_QUERY_PORT: queryPortResp,
+	abi.IB_USER_VERBS_CMD_QUERY_DEVICE: func(b []byte) []Field {
+		// The record holds the head of ib_uverbs_query_device_resp (176 bytes).
+		var r abi.QueryDeviceResp
+		if len(b) < queryDeviceMaxPDEnd {
+			return nil
+		}
+		decode(b, &r)
+		return []Field{{"node_guid", sysfs.GUID(binary.BigEndian.Uint64(binary.NativeEndian.AppendUint64(nil, r.NodeGUID))).String()},
+			u("max_qp", r.MaxQP), u("max_qp_wr", r.MaxQPWR), u("max_sge", r.MaxSGE), u("max_cq", r.MaxCQ),
+			u("max_cqe", r.MaxCQE), u("max_mr", r.MaxMR), u("max_pd", r.MaxPD)}
+	},
 	abi.IB_USER_VERBS_CMD_ALLOC_PD: decoder(func(r *abi.AllocPDResp) []Field {
 		return []Field{u("pd", r.PDHandle)}
 	}),
