@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/rdmago/rdmago/abi"
 )
 
@@ -16,22 +18,8 @@ import (
 // entry, the handle the "kernel" wrote into the array and the outputs it
 // marked valid, read at return.
 func TestRunIoctlBig(t *testing.T) {
-	if !regsSupported {
-		t.Skip("no pt_regs layout for this architecture")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h := newRunHarness(t)
-	mem, addr := userMem(t)
+	h, mem, addr, entry, ret := bigHarness(t, verbsIoctlEntry)
 	bo := binary.NativeEndian
-	entry, err := verbsIoctlEntry(filter{}, unknownOffsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ret, err := retBigProg(testUCMResp)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// 18 attributes: more than the record keeps (16).
 	const n = 18
@@ -123,22 +111,8 @@ func TestRunIoctlBig(t *testing.T) {
 // TestRunUCMABig: the ucma entry keeps the first ucmDataMax bytes of a
 // command (a CONNECT's private_data_len lies past recDataLen).
 func TestRunUCMABig(t *testing.T) {
-	if !regsSupported {
-		t.Skip("no pt_regs layout for this architecture")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	h := newRunHarness(t)
-	mem, addr := userMem(t)
+	h, mem, addr, entry, ret := bigHarness(t, ucmaWriteEntry)
 	bo := binary.NativeEndian
-	entry, err := ucmaWriteEntry(filter{}, unknownOffsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ret, err := retBigProg(testUCMResp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range 1024 {
 		mem[i] = byte(i * 7)
 	}
@@ -161,4 +135,26 @@ func TestRunUCMABig(t *testing.T) {
 	if e, ok := h.next(); !ok || len(e.Data) != 16 || bo.Uint32(e.Resp[12:]) != 9 {
 		t.Errorf("GET_EVENT: ok %v data %d resp % x", ok, len(e.Data), e.Resp)
 	}
+}
+
+// bigHarness prepares a run of a big-record entry program and retBigProg on
+// this (locked) thread, with a page of user memory at addr.
+func bigHarness(t *testing.T, build func(filter, kernelOffsets) (asm.Instructions, error)) (
+	h *runHarness, mem []byte, addr uint64, entry, ret asm.Instructions) {
+	t.Helper()
+	if !regsSupported {
+		t.Skip("no pt_regs layout for this architecture")
+	}
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	h = newRunHarness(t)
+	mem, addr = userMem(t)
+	var err error
+	if entry, err = build(filter{}, unknownOffsets); err != nil {
+		t.Fatal(err)
+	}
+	if ret, err = retBigProg(testUCMResp); err != nil {
+		t.Fatal(err)
+	}
+	return h, mem, addr, entry, ret
 }

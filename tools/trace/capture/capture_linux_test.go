@@ -148,17 +148,7 @@ func TestFilterSemantics(t *testing.T) {
 // to 127.0.0.1:4791 (a hand-made RoCEv2 payload) and to another port, and
 // checks that exactly the RoCEv2 ones arrive, decodable. Needs CAP_NET_RAW.
 func TestCaptureLoopback(t *testing.T) {
-	lo := loopbackName(t)
-	h, err := Open(lo, 0)
-	if errors.Is(err, unix.EPERM) {
-		if labtest.InLab() {
-			t.Fatalf("the lab runs as root, yet: %v", err)
-		}
-		t.Skipf("needs CAP_NET_RAW: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openLoopback(t)
 	defer h.Close()
 
 	// A RoCEv2 "RC SEND Only" (BTH + 4 payload bytes + ICRC) per IBTA 9.2.1.
@@ -274,17 +264,7 @@ func TestOpenErrors(t *testing.T) {
 // receive ring holds them all (a socket buffer of the default size kept a
 // few hundred), and the kernel reports no drops.
 func TestCaptureBurst(t *testing.T) {
-	lo := loopbackName(t)
-	h, err := Open(lo, 0)
-	if errors.Is(err, unix.EPERM) {
-		if labtest.InLab() {
-			t.Fatalf("the lab runs as root, yet: %v", err)
-		}
-		t.Skipf("needs CAP_NET_RAW: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openLoopback(t)
 	defer h.Close()
 	tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -320,4 +300,21 @@ func TestCaptureBurst(t *testing.T) {
 	if err != nil || drops != 0 || rcv < n {
 		t.Errorf("Stats: received %d, dropped %d, %v; want at least %d and none", rcv, drops, err, n)
 	}
+}
+
+// openLoopback opens a capture on the loopback interface, skipping outside
+// the lab without CAP_NET_RAW.
+func openLoopback(t *testing.T) *Handle {
+	t.Helper()
+	h, err := Open(loopbackName(t), 0)
+	if errors.Is(err, unix.EPERM) {
+		if labtest.InLab() {
+			t.Fatalf("the lab runs as root, yet: %v", err)
+		}
+		t.Skipf("needs CAP_NET_RAW: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
