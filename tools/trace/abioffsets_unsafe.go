@@ -23,6 +23,9 @@ var (
 		{Cmd: abi.RDMA_USER_CM_CMD_DESTROY_ID,
 			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMDestroyID{}.Response)),
 			Size:   int32(unsafe.Sizeof(abi.UCMDestroyIDResp{}))},
+		{Cmd: abi.RDMA_USER_CM_CMD_INIT_QP_ATTR,
+			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMInitQPAttr{}.Response)),
+			Size:   int32(unsafe.Offsetof(abi.QPAttr{}.RqPSN))},
 		{Cmd: abi.RDMA_USER_CM_CMD_GET_EVENT,
 			PtrOff: sizeofUCMCmdHdr + int16(unsafe.Offsetof(abi.UCMGetEvent{}.Response)),
 			Size:   int32(unsafe.Offsetof(abi.UCMEventResp{}.Param))},
@@ -33,8 +36,24 @@ var (
 	ucmEventRespEvent  = int(unsafe.Offsetof(abi.UCMEventResp{}.Event))
 	ucmEventRespStatus = int(unsafe.Offsetof(abi.UCMEventResp{}.Status))
 
+	// Where the id of CONNECT and ACCEPT ends, past their connection parameters.
+	ucmConnectIDEnd = int(unsafe.Offsetof(abi.UCMConnect{}.ID)) + 4
+	ucmAcceptIDEnd  = int(unsafe.Offsetof(abi.UCMAccept{}.ID)) + 4
+
+	// Where ib_uverbs_modify_qp's last attribute shown (rnr_retry) ends.
+	modifyQPEnd = int(unsafe.Offsetof(abi.ModifyQP{}.RnrRetry)) + 1
+
+	// Where ib_uverbs_query_device_resp's last field shown (max_pd) ends.
+	queryDeviceMaxPDEnd = int(unsafe.Offsetof(abi.QueryDeviceResp{}.MaxPD)) + 4
+
 	sizeofVerbsCmdHdr = int(unsafe.Sizeof(abi.CmdHdr{}))
 	sizeofVerbsExHdr  = int(unsafe.Sizeof(abi.ExCmdHdr{}))
-	sizeofIoctlHdr    = int(unsafe.Sizeof(abi.IoctlHdr{}))
-	sizeofIoctlAttr   = int(unsafe.Sizeof(abi.IoctlAttr{}))
+)
+
+// Constant sizes and offsets, usable in the programs' instructions.
+const (
+	sizeofIoctlHdr        = int(unsafe.Sizeof(abi.IoctlHdr{}))
+	sizeofIoctlAttr       = int(unsafe.Sizeof(abi.IoctlAttr{}))
+	offsetofIoctlNumAttrs = int(unsafe.Offsetof(abi.IoctlHdr{}.NumAttrs))
+	sizeofGIDEntry        = int(unsafe.Sizeof(abi.GIDEntry{}))
 )

@@ -14,12 +14,17 @@
 //     for successful commands with a response, the first bytes of the response
 //     (the pointer is the command's first u64, also for extended commands).
 //   - kprobe+kretprobe ib_uverbs_ioctl: the ib_uverbs_ioctl_hdr (object,
-//     method, attribute count) and the first attributes; INVOKE_WRITE is named
-//     after the write command it carries.
+//     method, attribute count), the attribute array and, at entry, the first
+//     bytes of every input buffer; at return the array again (the kernel
+//     writes new objects' handles into it) and every output it marked
+//     UVERBS_ATTR_F_VALID_OUTPUT. These records are too big for the BPF
+//     stack: they are built in a per-CPU scratch map (layout in event.go).
+//     INVOKE_WRITE is named and decoded as the write command it carries.
 //   - kprobe+kretprobe ib_uverbs_mmap: vm_pgoff and length (struct
 //     vm_area_struct offsets from vmlinux BTF), and the result.
-//   - kprobe+kretprobe ucma_write: the rdma_ucm command and, for CREATE_ID,
-//     DESTROY_ID and GET_EVENT, the response (so every process's CM events).
+//   - kprobe+kretprobe ucma_write: the rdma_ucm command (its first 512
+//     bytes, in a big record like ioctl's) and, for CREATE_ID, DESTROY_ID,
+//     INIT_QP_ATTR and GET_EVENT, the response (so every process's CM events).
 //   - tracepoint rdma_cma:cm_event_handler: event, status, cm_id, addresses,
 //     with field offsets parsed from the tracepoint's format file.
 //   - counting kprobes on the rxe functions of RXEFuncs present in
@@ -32,5 +37,6 @@
 // comm filters run in the kernel.
 //
 // Names come from package abi (ABINames); the Names interface lets a caller
-// substitute its own.
+// substitute its own. The Formatter remembers which QPN each QP handle was
+// created with, per process and device, and shows it next to the handle.
 package trace

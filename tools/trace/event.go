@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/rdmago/rdmago/abi"
 )
 
 // Kind says which probe produced an Event.
@@ -54,6 +56,21 @@ func (k Kind) String() string {
 //	 72  128   data    write/ucma: first 128 bytes of the user buffer; ioctl:
 //	                   ib_uverbs_ioctl_hdr + attrs; cm: cm_id, tos, srcaddr, dstaddr
 //	200   24   resp    first bytes of the command's response, read at return
+//
+// ioctl and ucma records are longer (bigRecSize): the extension that follows
+// the record above is
+//
+//	224    4   ioctl: bit i set when slot i was read at entry (an input
+//	           buffer); ucma: bytes of the command copied to 232
+//	228    4   ioctl: bit i set when slot i was read at return (an output
+//	           the kernel marked UVERBS_ATTR_F_VALID_OUTPUT)
+//	232  256   ioctl: the ib_uverbs_attr array (ioctlMaxAttrs), re-read at
+//	           return so that new object handles and fds are filled in;
+//	           ucma: the command, up to ucmDataMax bytes
+//	488 2048   ioctl: ioctlMaxAttrs slots of ioctlSlotLen bytes, slot i
+//	           holding the first bytes attribute i's pointer points to
+//
+// For ioctl, a1 is the user pointer of the ib_uverbs_ioctl_hdr.
 const (
 	recTS      = 0
 	recDur     = 8
@@ -72,6 +89,18 @@ const (
 	recDataLen = recResp - recData
 	recRespLen = recSize - recResp
 	commLen    = 16
+
+	extMaskIn     = recSize
+	extMaskOut    = recSize + 4
+	extAttrs      = recSize + 8
+	ioctlMaxAttrs = 16
+	extSlots      = extAttrs + ioctlMaxAttrs*sizeofIoctlAttr
+	ioctlSlotLen  = 128
+	bigRecSize    = extSlots + ioctlMaxAttrs*ioctlSlotLen
+
+	extUCMLen  = extMaskIn
+	extUCMData = extAttrs
+	ucmDataMax = 512
 )
 
 // Record flags.
@@ -80,6 +109,7 @@ const (
 	flagData      = 1 << 1 // data holds recDataLen bytes read from the user
 	flagResp      = 1 << 2 // resp was read from the command's response buffer
 	flagDataShort = 1 << 3 // only the 8-byte command header could be read
+	flagExt       = 1 << 4 // the extension of a big record was read
 )
 
 // Event is one decoded record.
@@ -95,13 +125,23 @@ type Event struct {
 	A0, A1   uint64 // kind-specific, see the record layout
 	Data     []byte // kind-specific payload (nil when it could not be read)
 	Resp     []byte // response bytes read at return (nil when not read)
+
+	// IoctlAttrs is the ib_uverbs_attr array of a KindVerbsIoctl event (its
+	// first ioctlMaxAttrs entries), as re-read at return: the kernel has
+	// written the handles (fds) of new objects into Data. Nil when unread.
+	IoctlAttrs []abi.IoctlAttr
+	// IoctlBufs[i] is what IoctlAttrs[i] points to (at most ioctlSlotLen
+	// bytes): an input buffer (Len > 8) read at entry, or an output the
+	// kernel wrote (UVERBS_ATTR_F_VALID_OUTPUT) read at return. Nil for
+	// inline attributes and buffers that could not be read.
+	IoctlBufs [][]byte
 }
 
 // DecodeEvent parses one record written by the programs. b must be exactly
 // one record.
 func DecodeEvent(b []byte) (Event, error) {
-	if len(b) != recSize {
-		return Event{}, fmt.Errorf("decode event: %d bytes, want %d", len(b), recSize)
+	if len(b) != recSize && len(b) != bigRecSize {
+		return Event{}, fmt.Errorf("decode event: %d bytes, want %d or %d", len(b), recSize, bigRecSize)
 	}
 	bo := binary.NativeEndian
 	e := Event{
@@ -138,5 +178,37 @@ func DecodeEvent(b []byte) (Event, error) {
 	if flags&flagResp != 0 {
 		e.Resp = bytes.Clone(b[recResp : recResp+recRespLen])
 	}
+	if len(b) == bigRecSize && flags&flagExt != 0 {
+		decodeExt(&e, b)
+	}
 	return e, nil
+}
+
+// decodeExt reads the extension of a big record (see the layout above).
+func decodeExt(e *Event, b []byte) {
+	bo := binary.NativeEndian
+	switch e.Kind {
+	case KindUCMWrite:
+		// The longer copy of the command replaces the first recDataLen bytes.
+		if n := int(bo.Uint32(b[extUCMLen:])); n > 0 && n <= ucmDataMax {
+			e.Data = bytes.Clone(b[extUCMData : extUCMData+n])
+		}
+	case KindVerbsIoctl:
+		var hdr abi.IoctlHdr
+		if !decode(e.Data, &hdr) {
+			return
+		}
+		n := min(int(hdr.NumAttrs), ioctlMaxAttrs)
+		in, out := bo.Uint32(b[extMaskIn:]), bo.Uint32(b[extMaskOut:])
+		e.IoctlAttrs = make([]abi.IoctlAttr, n)
+		e.IoctlBufs = make([][]byte, n)
+		for i := range n {
+			decode(b[extAttrs+i*sizeofIoctlAttr:], &e.IoctlAttrs[i])
+			if (in|out)&(1<<i) != 0 {
+				l := min(int(e.IoctlAttrs[i].Len), ioctlSlotLen)
+				off := extSlots + i*ioctlSlotLen
+				e.IoctlBufs[i] = bytes.Clone(b[off : off+l])
+			}
+		}
+	}
 }

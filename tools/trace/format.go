@@ -43,6 +43,8 @@ type Formatter struct {
 	Start uint64
 	// PageSize converts mmap page offsets to bytes; 0 means 4096.
 	PageSize int
+
+	qpns *qpnTable // QP handles seen created, per process and device
 }
 
 func (f *Formatter) names() Names {
@@ -79,129 +81,12 @@ func decoder[T any](fields func(*T) []Field) func([]byte) []Field {
 
 func u(k string, v uint32) Field { return Field{k, uint64(v)} }
 
-var qpStateNames = map[uint8]string{
-	abi.IB_QPS_RESET: "RESET", abi.IB_QPS_INIT: "INIT", abi.IB_QPS_RTR: "RTR", abi.IB_QPS_RTS: "RTS",
-	abi.IB_QPS_SQD: "SQD", abi.IB_QPS_SQE: "SQE", abi.IB_QPS_ERR: "ERR",
-}
-
-var qpTypeNames = map[uint8]string{
-	abi.IB_QPT_RC: "RC", abi.IB_QPT_UC: "UC", abi.IB_QPT_UD: "UD", abi.IB_QPT_GSI: "GSI",
-	abi.IB_QPT_RAW_PACKET: "RAW_PACKET",
-}
-
-func nameOr(m map[uint8]string, v uint8) string {
-	if s, ok := m[v]; ok {
-		return s
-	}
-	return strconv.Itoa(int(v))
-}
-
-// verbsReq decodes the body (after the headers) of plain write() commands.
-var verbsReq = map[uint32]func(body []byte) []Field{
-	abi.IB_USER_VERBS_CMD_QUERY_PORT: decoder(func(c *abi.QueryPort) []Field {
-		return []Field{{"port", uint64(c.PortNum)}}
-	}),
-	abi.IB_USER_VERBS_CMD_DEALLOC_PD: decoder(func(c *abi.DeallocPD) []Field {
-		return []Field{u("pd", c.PDHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_REG_MR: decoder(func(c *abi.RegMR) []Field {
-		return []Field{u("pd", c.PDHandle), {"len", c.Length}, {"access", fmt.Sprintf("%#x", c.AccessFlags)}}
-	}),
-	abi.IB_USER_VERBS_CMD_DEREG_MR: decoder(func(c *abi.DeregMR) []Field {
-		return []Field{u("mr", c.MRHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_CQ: decoder(func(c *abi.CreateCQ) []Field {
-		return []Field{u("cqe", c.CQE), {"comp_channel", int64(c.CompChannel)}}
-	}),
-	abi.IB_USER_VERBS_CMD_DESTROY_CQ: decoder(func(c *abi.DestroyCQ) []Field {
-		return []Field{u("cq", c.CQHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: decoder(func(c *abi.ReqNotifyCQ) []Field {
-		return []Field{u("cq", c.CQHandle), u("solicited", c.SolicitedOnly)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_QP: decoder(func(c *abi.CreateQP) []Field {
-		return []Field{{"type", nameOr(qpTypeNames, c.QPType)}, u("pd", c.PDHandle), u("send_cq", c.SendCQHandle),
-			u("recv_cq", c.RecvCQHandle), u("max_send_wr", c.MaxSendWR), u("max_recv_wr", c.MaxRecvWR)}
-	}),
-	abi.IB_USER_VERBS_CMD_MODIFY_QP: modifyQP,
-	abi.IB_USER_VERBS_CMD_DESTROY_QP: decoder(func(c *abi.DestroyQP) []Field {
-		return []Field{u("qp", c.QPHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_POST_SEND: decoder(func(c *abi.PostSend) []Field {
-		return []Field{u("qp", c.QPHandle), u("wr_count", c.WrCount)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_AH: decoder(func(c *abi.CreateAH) []Field {
-		return []Field{u("pd", c.PDHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_DESTROY_AH: decoder(func(c *abi.DestroyAH) []Field {
-		return []Field{u("ah", c.AHHandle)}
-	}),
-}
-
-var modifyQP = decoder(func(c *abi.ModifyQP) []Field {
-	f := []Field{u("qp", c.QPHandle), {"mask", fmt.Sprintf("%#x", c.AttrMask)}}
-	if c.AttrMask&abi.IB_QP_STATE != 0 {
-		f = append(f, Field{"state", nameOr(qpStateNames, c.QPState)})
-	}
-	if c.AttrMask&abi.IB_QP_DEST_QPN != 0 {
-		f = append(f, u("dest_qpn", c.DestQPNum))
-	}
-	return f
-})
-
-// verbsExReq decodes the body (after both headers) of extended commands.
-var verbsExReq = map[uint32]func(body []byte) []Field{
-	abi.IB_USER_VERBS_EX_CMD_MODIFY_QP: modifyQP, // ExModifyQP starts with ModifyQP
-}
-
-// verbsResp decodes responses of plain commands.
-var verbsResp = map[uint32]func(resp []byte) []Field{
-	abi.IB_USER_VERBS_CMD_GET_CONTEXT: decoder(func(r *abi.GetContextResp) []Field {
-		return []Field{u("async_fd", r.AsyncFD), u("num_comp_vectors", r.NumCompVectors)}
-	}),
-	abi.IB_USER_VERBS_CMD_ALLOC_PD: decoder(func(r *abi.AllocPDResp) []Field {
-		return []Field{u("pd", r.PDHandle)}
-	}),
-	abi.IB_USER_VERBS_CMD_REG_MR: decoder(func(r *abi.RegMRResp) []Field {
-		return []Field{u("mr", r.MRHandle), {"lkey", fmt.Sprintf("%#x", r.LKey)}, {"rkey", fmt.Sprintf("%#x", r.RKey)}}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: decoder(func(r *abi.CreateCompChannelResp) []Field {
-		return []Field{u("fd", r.FD)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_CQ: createCQResp,
-	abi.IB_USER_VERBS_CMD_DESTROY_CQ: decoder(func(r *abi.DestroyCQResp) []Field {
-		return []Field{u("comp_events", r.CompEventsReported), u("async_events", r.AsyncEventsReported)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_QP: createQPResp,
-	abi.IB_USER_VERBS_CMD_DESTROY_QP: decoder(func(r *abi.DestroyQPResp) []Field {
-		return []Field{u("events", r.EventsReported)}
-	}),
-	abi.IB_USER_VERBS_CMD_CREATE_AH: decoder(func(r *abi.CreateAHResp) []Field {
-		return []Field{u("ah", r.AHHandle)}
-	}),
-}
-
-var createCQResp = decoder(func(r *abi.CreateCQResp) []Field {
-	return []Field{u("cq", r.CQHandle), u("cqe", r.CQE)}
-})
-
-var createQPResp = decoder(func(r *abi.CreateQPResp) []Field {
-	return []Field{u("qp", r.QPHandle), u("qpn", r.QPN)}
-})
-
-// verbsExResp decodes responses of extended commands (their structs start
-// with the plain response as Base).
-var verbsExResp = map[uint32]func(resp []byte) []Field{
-	abi.IB_USER_VERBS_EX_CMD_CREATE_CQ: createCQResp,
-	abi.IB_USER_VERBS_EX_CMD_CREATE_QP: createQPResp,
-}
-
 var portSpaceNames = map[uint16]string{
 	abi.RDMA_PS_TCP: "TCP", abi.RDMA_PS_UDP: "UDP", abi.RDMA_PS_IB: "IB", abi.RDMA_PS_IPOIB: "IPOIB",
 }
 
-// ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr). The
-// data holds the first bytes only: fields past it are not shown.
+// ucmReq decodes rdma_cm command bodies (after the rdma_ucm_cmd_hdr); most
+// decoders are in ucmdec.go.
 var ucmReq = map[uint32]func(body []byte) []Field{
 	abi.RDMA_USER_CM_CMD_CREATE_ID: decoder(func(c *abi.UCMCreateID) []Field {
 		ps, ok := portSpaceNames[c.PS]
@@ -213,25 +98,27 @@ var ucmReq = map[uint32]func(body []byte) []Field{
 	abi.RDMA_USER_CM_CMD_DESTROY_ID: decoder(func(c *abi.UCMDestroyID) []Field {
 		return []Field{u("id", c.ID)}
 	}),
-	abi.RDMA_USER_CM_CMD_BIND: decoder(func(c *abi.UCMBind) []Field {
-		f := []Field{u("id", c.ID)}
-		if s := sockaddr(c.Addr[:]); s != "" {
-			f = append(f, Field{"addr", s})
-		}
-		return f
-	}),
+	abi.RDMA_USER_CM_CMD_BIND:          ucmBind,
+	abi.RDMA_USER_CM_CMD_BIND_IP:       ucmBindIP,
+	abi.RDMA_USER_CM_CMD_RESOLVE_IP:    ucmResolveIP,
+	abi.RDMA_USER_CM_CMD_RESOLVE_ADDR:  ucmResolveAddr,
+	abi.RDMA_USER_CM_CMD_QUERY:         ucmQuery,
+	abi.RDMA_USER_CM_CMD_REJECT:        ucmReject,
+	abi.RDMA_USER_CM_CMD_INIT_QP_ATTR:  ucmInitQPAttr,
+	abi.RDMA_USER_CM_CMD_NOTIFY:        ucmNotify,
+	abi.RDMA_USER_CM_CMD_JOIN_IP_MCAST: ucmJoinIPMcast,
+	abi.RDMA_USER_CM_CMD_JOIN_MCAST:    ucmJoinMcast,
+	abi.RDMA_USER_CM_CMD_LEAVE_MCAST:   ucmLeaveMcast,
+	abi.RDMA_USER_CM_CMD_SET_OPTION:    ucmSetOption,
+	abi.RDMA_USER_CM_CMD_MIGRATE_ID:    ucmMigrateID,
 	abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE: decoder(func(c *abi.UCMResolveRoute) []Field {
 		return []Field{u("id", c.ID), u("timeout_ms", c.TimeoutMS)}
 	}),
 	abi.RDMA_USER_CM_CMD_LISTEN: decoder(func(c *abi.UCMListen) []Field {
 		return []Field{u("id", c.ID), u("backlog", c.Backlog)}
 	}),
-	abi.RDMA_USER_CM_CMD_CONNECT: decoder(func(c *abi.UCMConnect) []Field {
-		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	}),
-	abi.RDMA_USER_CM_CMD_ACCEPT: decoder(func(c *abi.UCMAccept) []Field {
-		return []Field{u("qp_num", c.ConnParam.QPNum)}
-	}),
+	abi.RDMA_USER_CM_CMD_CONNECT: ucmConnect,
+	abi.RDMA_USER_CM_CMD_ACCEPT:  ucmAccept,
 	abi.RDMA_USER_CM_CMD_DISCONNECT: decoder(func(c *abi.UCMDisconnect) []Field {
 		return []Field{u("id", c.ID)}
 	}),
@@ -292,28 +179,7 @@ func (f *Formatter) Describe(e Event) Description {
 			d.Op = fmt.Sprintf("ioctl %#x", e.A0)
 			break
 		}
-		var hdr abi.IoctlHdr
-		if !decode(e.Data, &hdr) {
-			d.Op = "ioctl"
-			break
-		}
-		d.Op = "ioctl " + ioctlName(n, hdr.ObjectID, hdr.MethodID)
-		d.Args = append(d.Args, Field{"attrs", uint64(hdr.NumAttrs)})
-		if hdr.ObjectID == abi.UVERBS_OBJECT_DEVICE && hdr.MethodID == abi.UVERBS_METHOD_INVOKE_WRITE {
-			// The write command travels in attribute UVERBS_ATTR_WRITE_CMD (inline data).
-			for i := 0; i < int(hdr.NumAttrs); i++ {
-				off := sizeofIoctlHdr + i*sizeofIoctlAttr
-				var a abi.IoctlAttr
-				if off+sizeofIoctlAttr > len(e.Data) || !decode(e.Data[off:], &a) {
-					break
-				}
-				if a.AttrID == abi.UVERBS_ATTR_WRITE_CMD {
-					// A write() command sent through ioctl: name it as the command.
-					d.Op = verbsWriteName(n, uint32(a.Data))
-					d.Args = []Field{{"via", "ioctl"}, {"attrs", uint64(hdr.NumAttrs)}}
-				}
-			}
-		}
+		describeIoctl(n, &d, e)
 	case KindVerbsMmap:
 		d.Subsys, d.Op = "uverbs", "mmap"
 		if e.Data != nil {
@@ -347,6 +213,9 @@ func (f *Formatter) Describe(e Event) Description {
 					{"status", int64(int32(bo.Uint32(e.Resp[ucmEventRespStatus:])))},
 					u("id", bo.Uint32(e.Resp[ucmEventRespID:])),
 				}
+				d.Resp = ucmEventStatus(d.Resp, int32(bo.Uint32(e.Resp[ucmEventRespStatus:])))
+			case abi.RDMA_USER_CM_CMD_INIT_QP_ATTR:
+				d.Resp = ucmInitQPAttrResp(e.Resp)
 			}
 		}
 	case KindCMEvent:
@@ -370,6 +239,7 @@ func (f *Formatter) Describe(e Event) Description {
 			d.Result = errnoName(errno)
 		}
 	}
+	f.tieQPN(&d, e)
 	return d
 }
 
@@ -389,7 +259,7 @@ func sockaddr(b []byte) string {
 		}
 		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port).String()
 	case abi.AF_IB:
-		return "AF_IB"
+		return sockaddrIB(b)
 	}
 	return ""
 }
@@ -397,6 +267,9 @@ func sockaddr(b []byte) string {
 // errnoName is "EINVAL" for EINVAL (the C spelling strace prints), the
 // Linux errno the event carries; "errnoN" when the name is not known.
 func errnoName(e syscall.Errno) string {
+	if s := kernelErrnoNames[e]; s != "" {
+		return s
+	}
 	switch s := linuxErrnoName(e); s {
 	case "ENOTSUP":
 		return "EOPNOTSUPP" // same number on Linux; the kernel spells it this way
@@ -448,7 +321,7 @@ func (f *Formatter) Line(e Event) string {
 	if e.Returned {
 		sb.WriteString(" -> " + d.Result)
 		if e.Ret < 0 {
-			fmt.Fprintf(&sb, " (%d)", e.Ret)
+			fmt.Fprintf(&sb, " (%d%s)", e.Ret, errnoNote(e.Ret))
 		}
 		sb.WriteString(" " + FormatDuration(e.Dur))
 		appendFields(&sb, d.Resp)

@@ -139,7 +139,7 @@ func TestFormatLines(t *testing.T) {
 			data: cmd(abi.IB_USER_VERBS_CMD_CREATE_QP, 16, 8, uint64(1), uint64(2), uint32(0), uint32(1), uint32(2), uint32(0),
 				uint32(64), uint32(32), uint32(1), uint32(1), uint32(0), uint8(0), uint8(abi.IB_QPT_RC)),
 			resp: le(uint32(5), uint32(17))},
-		"1.000000 rping[7] uverbs CREATE_QP type=RC pd=0 send_cq=1 recv_cq=2 max_send_wr=64 max_recv_wr=32 -> ok 1.500ms qp=5 qpn=17",
+		"1.000000 rping[7] uverbs CREATE_QP type=RC pd=0 send_cq=1 recv_cq=2 max_send_wr=64 max_recv_wr=32 max_send_sge=1 max_recv_sge=1 max_inline=0 -> ok 1.500ms qp=5 qpn=17",
 	}, {
 		"modify qp, extended, failing",
 		record{ts: 1e9, dur: 3000, ret: -22, pid: 7, comm: "x", kind: KindVerbsWrite, flags: flagReturned | flagData,

@@ -267,48 +267,27 @@ func (b *builder) countStat(idx int32, stackOff int16) {
 func verbsWriteEntry(kind Kind, f filter, ko kernelOffsets) (asm.Instructions, error) {
 	b := &builder{}
 	exit := "exit"
-	if err := b.prologue(kind, f, exit); err != nil {
-		return nil, err
-	}
-	if err := b.loadArg(asm.R1, 2); err != nil {
-		return nil, err
-	}
-	b.emit(asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord))
-	if err := b.dev(0, ko); err != nil {
-		return nil, err
-	}
-	if err := b.userData(1); err != nil {
+	if err := b.writeEntryHead(kind, f, ko, exit); err != nil {
 		return nil, err
 	}
 	b.epilogueInflight(exit)
 	return b.insns, nil
 }
 
-// verbsIoctlEntry is the kprobe on ib_uverbs_ioctl(struct file *filp,
-// unsigned int cmd, unsigned long arg): it records cmd and the
-// ib_uverbs_ioctl_hdr (with the first attributes) that arg points to.
-func verbsIoctlEntry(f filter, ko kernelOffsets) (asm.Instructions, error) {
-	b := &builder{}
-	exit := "exit"
-	if err := b.prologue(KindVerbsIoctl, f, exit); err != nil {
-		return nil, err
+// writeEntryHead builds the record of a write(filp, buf, count, pos) entry
+// on the stack: the prologue, count in a0, the device, and buf's data.
+func (b *builder) writeEntryHead(kind Kind, f filter, ko kernelOffsets, exit string) error {
+	if err := b.prologue(kind, f, exit); err != nil {
+		return err
 	}
-	if err := b.loadArg(asm.R1, 1); err != nil {
-		return nil, err
+	if err := b.loadArg(asm.R1, 2); err != nil {
+		return err
 	}
-	b.emit(
-		asm.LSh.Imm(asm.R1, 32), // unsigned int: drop the register's upper half
-		asm.RSh.Imm(asm.R1, 32),
-		asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord),
-	)
+	b.emit(asm.StoreMem(asm.RFP, stackRec+recA0, asm.R1, asm.DWord))
 	if err := b.dev(0, ko); err != nil {
-		return nil, err
+		return err
 	}
-	if err := b.userData(2); err != nil {
-		return nil, err
-	}
-	b.epilogueInflight(exit)
-	return b.insns, nil
+	return b.userData(1)
 }
 
 // verbsMmapEntry is the kprobe on ib_uverbs_mmap(struct file *filp,
@@ -361,16 +340,25 @@ func verbsMmapEntry(f filter, ko kernelOffsets) (asm.Instructions, error) {
 // first u64 after the 8-byte header, size from out_words; ucma: per ucmResp),
 // sends it to the ring buffer and forgets it.
 func retProg(ucmResp []respRead) (asm.Instructions, error) {
+	return retProgFor(ucmResp, false)
+}
+
+// retProgFor builds retProg (small records) or retBigProg (big records).
+func retProgFor(ucmResp []respRead, big bool) (asm.Instructions, error) {
 	if !regsSupported {
 		return nil, fmt.Errorf("kretprobe: architecture not supported (amd64 and arm64 are)")
 	}
 	b := &builder{}
 	const exit, out, del = "exit", "out", "del"
+	inflight, size := mapInflight, int32(recSize)
+	if big {
+		inflight, size = mapBigInflight, int32(bigRecSize)
+	}
 	b.emit(
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mapInflight),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(inflight),
 	)
 	b.fpAddr(asm.R2, -8)
 	b.emit(
@@ -415,7 +403,11 @@ func retProg(ucmResp []respRead) (asm.Instructions, error) {
 		asm.Ja.Label("gotresp"),
 	)
 	b.mark("ucma")
-	b.emit(asm.JNE.Imm(asm.R1, int32(KindUCMWrite), out))
+	notUCM := out
+	if big {
+		notUCM = "ioctl"
+	}
+	b.emit(asm.JNE.Imm(asm.R1, int32(KindUCMWrite), notUCM))
 	b.emit(asm.LoadMem(asm.R1, asm.R7, recData, asm.Word)) // rdma_ucm_cmd_hdr.cmd
 	for _, r := range ucmResp {
 		if r.PtrOff < 8 || int(r.PtrOff)+8 > recDataLen || r.Size <= 0 || r.Size > recRespLen {
@@ -436,6 +428,10 @@ func retProg(ucmResp []respRead) (asm.Instructions, error) {
 		b.mark(next)
 	}
 	b.emit(asm.Ja.Label(out))
+	if big {
+		b.mark("ioctl")
+		b.ioctlReturn(out)
+	}
 	b.mark("gotresp")
 	b.emit(
 		asm.LoadMem(asm.R1, asm.R7, recFlags, asm.Byte),
@@ -446,14 +442,14 @@ func retProg(ucmResp []respRead) (asm.Instructions, error) {
 	b.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(mapEvents),
 		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.Mov.Imm(asm.R3, recSize),
+		asm.Mov.Imm(asm.R3, size),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnRingbufOutput.Call(),
 		asm.JEq.Imm(asm.R0, 0, del),
 	)
 	b.countStat(statDrops, -16)
 	b.mark(del)
-	b.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(mapInflight))
+	b.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(inflight))
 	b.fpAddr(asm.R2, -8)
 	b.emit(asm.FnMapDeleteElem.Call())
 	b.mark(exit)

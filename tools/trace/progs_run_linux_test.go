@@ -287,8 +287,12 @@ func TestRunUCMAndIoctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rdmaVerbsIoctl = 0xc0181b01
+	retBig, err := retBigProg(testUCMResp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.run(io, regs(0, 0, 0xffffffff00000000|rdmaVerbsIoctl, addr))
-	h.run(ret, regs(0))
+	h.run(retBig, regs(0))
 	e, ok = h.next()
 	if !ok || e.Kind != KindVerbsIoctl || e.A0 != rdmaVerbsIoctl || bo.Uint16(e.Data[2:]) != 3 || bo.Uint16(e.Data[4:]) != 0x1000 || e.Ret != 0 {
 		t.Errorf("ioctl: ok %v %+v", ok, e)

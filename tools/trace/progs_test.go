@@ -49,6 +49,8 @@ func allTestPrograms(t *testing.T) []namedProg {
 			add("ucma", false, i, err)
 			i, err = verbsIoctlEntry(f, ko)
 			add("ioctl", false, i, err)
+			i, err = ucmaWriteEntry(f, ko)
+			add("ucma-big", false, i, err)
 			i, err = verbsMmapEntry(f, ko)
 			add("mmap", false, i, err)
 		}
@@ -57,6 +59,8 @@ func allTestPrograms(t *testing.T) []namedProg {
 	add("ret", false, i, err)
 	i, err = retProg(nil)
 	add("ret-noucm", false, i, err)
+	i, err = retBigProg(testUCMResp)
+	add("ret-big", false, i, err)
 	i, err = cmEventProg(testCMFields)
 	add("cm", true, i, err)
 	i, err = cmEventProg(cmEventFields{Event: tpField{Offset: 12, Size: 4}, Status: tpField{Offset: 16, Size: 4}})
@@ -99,7 +103,7 @@ func TestProgramsMarshal(t *testing.T) {
 		}
 		for ref := range p.insns.ReferenceOffsets() {
 			switch ref {
-			case mapInflight, mapEvents, mapStats, mapRXECounts:
+			case mapInflight, mapEvents, mapStats, mapRXECounts, mapBigInflight, mapScratch:
 			default:
 				if _, ok := syms[ref]; !ok {
 					t.Errorf("%s: reference %q is neither a map nor a label", p.name, ref)

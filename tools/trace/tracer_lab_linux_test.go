@@ -391,8 +391,15 @@ func TestLabCaptureTwoNodes(t *testing.T) {
 		}
 	}()
 	var out []byte
+	time.Sleep(3 * time.Second) // node 1's server must be listening
+	hwBefore, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for try := 0; ; try++ {
-		time.Sleep(3 * time.Second) // node 1's server must be listening
+		if try > 0 {
+			time.Sleep(3 * time.Second)
+		}
 		out, err = hostCmd(ctx, "/usr/bin/rping", "-c", "-a", env.Peer, "-p", port, "-C", "4", "-v").CombinedOutput()
 		if err == nil || try == 5 {
 			break
@@ -405,6 +412,31 @@ func TestLabCaptureTwoNodes(t *testing.T) {
 	time.Sleep(time.Second)
 	stopCapture()
 	captured := <-pkts
+	hwNow, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every packet this node's rxe sent was captured, none dropped.
+	var sent uint64
+	for _, c := range DiffHWCounters(hwBefore, hwNow, true) {
+		if c.Name == "sent_pkts" {
+			sent += c.Now - c.Before
+		}
+	}
+	outgoing := 0
+	for _, p := range captured {
+		if p.Outgoing {
+			outgoing++
+		}
+	}
+	rcv, drops, err := h.Stats()
+	t.Logf("rxe sent_pkts grew by %d; captured %d outgoing of %d; socket passed %d, dropped %d", sent, outgoing, len(captured), rcv, drops)
+	if err != nil || drops != 0 {
+		t.Errorf("capture dropped %d packets (%v)", drops, err)
+	}
+	if sent == 0 || uint64(outgoing) != sent {
+		t.Errorf("captured %d outgoing RoCEv2 packets, rxe's sent_pkts grew by %d", outgoing, sent)
+	}
 
 	// The client's QP number, from the traced CONNECT.
 	f := &Formatter{Names: ABINames{}}

@@ -87,23 +87,32 @@ func New(opts Options) (_ *Tracer, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var bigRetP *ebpf.Program // the return probe of ioctl and ucma (big records)
 	retP, retErr := t.load("rdmatrace_ret", ebpf.Kprobe, ret)
+	if retErr == nil {
+		var bigRet asm.Instructions
+		if bigRet, err = retBigProg(defaultUCMResp); err != nil {
+			return nil, err
+		}
+		bigRetP, retErr = t.load("rdmatrace_retbig", ebpf.Kprobe, bigRet)
+	}
 
 	type entry struct {
 		sym   string
 		name  string
 		build func() (asm.Instructions, error)
 		what  string
+		big   bool
 	}
 	entries := []entry{
 		{"ib_uverbs_write", "uverbs_write", func() (asm.Instructions, error) { return verbsWriteEntry(KindVerbsWrite, f, ko) },
-			"uverbs write() commands: name, header, response"},
+			"uverbs write() commands: name, header, response", false},
 		{"ib_uverbs_ioctl", "uverbs_ioctl", func() (asm.Instructions, error) { return verbsIoctlEntry(f, ko) },
-			"RDMA_VERBS_IOCTL: object, method, attributes"},
+			"RDMA_VERBS_IOCTL: object, method, attributes and their buffers", true},
 		{"ib_uverbs_mmap", "uverbs_mmap", func() (asm.Instructions, error) { return verbsMmapEntry(f, ko) },
-			"mmap of rings: offset and length"},
-		{"ucma_write", "ucma_write", func() (asm.Instructions, error) { return verbsWriteEntry(KindUCMWrite, f, ko) },
-			"rdma_cm commands: name, response"},
+			"mmap of rings: offset and length", false},
+		{"ucma_write", "ucma_write", func() (asm.Instructions, error) { return ucmaWriteEntry(f, ko) },
+			"rdma_cm commands: name, arguments, response", true},
 	}
 	for _, e := range entries {
 		p := Probe{Name: "kprobe:" + e.sym, Note: e.what}
@@ -118,7 +127,11 @@ func New(opts Options) (_ *Tracer, err error) {
 			if prog, err = t.load("rdmatrace_"+e.name, ebpf.Kprobe, insns); err == nil {
 				// The return probe first: an entry never waits for a missing return.
 				var rl, el link.Link
-				if rl, err = link.Kretprobe(e.sym, retP, nil); err == nil {
+				rp := retP
+				if e.big {
+					rp = bigRetP
+				}
+				if rl, err = link.Kretprobe(e.sym, rp, nil); err == nil {
 					t.links = append(t.links, rl)
 					if el, err = link.Kprobe(e.sym, prog, nil); err == nil {
 						t.links = append(t.links, el)
@@ -182,6 +195,9 @@ func mapSpecs(ringBytes int) map[string]*ebpf.MapSpec {
 		mapEvents:    {Name: "rdmatrace_evts", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)},
 		mapStats:     {Name: "rdmatrace_stat", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: statCount},
 		mapRXECounts: {Name: "rdmatrace_rxe", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 8192},
+		// Big records (ioctl, ucma): control-path calls, fewer at a time.
+		mapBigInflight: {Name: "rdmatrace_binfl", Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(bigRecSize), MaxEntries: 1024},
+		mapScratch:     {Name: "rdmatrace_scr", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(bigRecSize), MaxEntries: 1},
 	}
 }
 
@@ -333,12 +349,22 @@ func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
 
 // Read waits for the next event until ctx is done.
 func (t *Tracer) Read(ctx context.Context) (Event, error) {
+	rec, err := t.ReadRecord(ctx)
+	if err != nil {
+		return Event{}, err
+	}
+	return DecodeEvent(rec)
+}
+
+// ReadRecord waits for the next raw record (what DecodeEvent decodes) until
+// ctx is done.
+func (t *Tracer) ReadRecord(ctx context.Context) ([]byte, error) {
 	if t.closed || t.rd == nil {
-		return Event{}, fmt.Errorf("read: %w", os.ErrClosed)
+		return nil, fmt.Errorf("read: %w", os.ErrClosed)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return Event{}, err
+			return nil, err
 		}
 		t.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
 		rec, err := t.rd.Read()
@@ -346,9 +372,9 @@ func (t *Tracer) Read(ctx context.Context) (Event, error) {
 			continue
 		}
 		if err != nil {
-			return Event{}, fmt.Errorf("read ring buffer: %w", err)
+			return nil, fmt.Errorf("read ring buffer: %w", err)
 		}
-		return DecodeEvent(rec.RawSample)
+		return rec.RawSample, nil
 	}
 }
 

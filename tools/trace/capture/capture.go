@@ -1,8 +1,9 @@
 // Copyright 2026 The rdmago Authors.
 
 // Package capture captures RoCEv2 frames (UDP port 4791) from a network
-// interface with an AF_PACKET socket and a classic BPF filter, the way
-// tcpdump -i IFACE 'udp dst port 4791' does, without libpcap.
+// interface with an AF_PACKET socket, a classic BPF filter and a
+// memory-mapped TPACKET_V3 receive ring, the way tcpdump -i IFACE
+// 'udp dst port 4791' does, without libpcap.
 //
 // It needs Linux and CAP_NET_RAW. A Handle owns one socket; Close it.
 package capture

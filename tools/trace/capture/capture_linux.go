@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,8 +21,8 @@ type Handle struct {
 	ifindex  int
 	loopback bool
 	snapLen  int
-	buf      []byte
-	oob      []byte
+	ring     *ring        // the TPACKET_V3 receive ring (ring_linux.go)
+	mu       sync.RWMutex // read-held while reading the ring; Close unmaps it under the write lock
 }
 
 // Open opens a packet socket on interface name (e.g. "eth0") that receives
@@ -60,9 +60,15 @@ func Open(name string, snapLen int) (*Handle, error) {
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog); err != nil {
 		return nil, fmt.Errorf("capture: attach RoCEv2 socket filter: %w", err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-		return nil, fmt.Errorf("capture: enable SO_TIMESTAMPNS: %w", err)
+	rg, err := setupRing(fd, snapLen)
+	if err != nil {
+		return nil, err
 	}
+	defer func() {
+		if !ok {
+			rg.close()
+		}
+	}()
 	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}
 	if err := unix.Bind(fd, sa); err != nil {
 		return nil, fmt.Errorf("capture: bind packet socket to %s: %w", name, err)
@@ -74,8 +80,7 @@ func Open(name string, snapLen int) (*Handle, error) {
 		ifindex:  ifi.Index,
 		loopback: ifi.Flags&net.FlagLoopback != 0,
 		snapLen:  snapLen,
-		buf:      make([]byte, snapLen),
-		oob:      make([]byte, unix.CmsgSpace(16)), // one struct timespec
+		ring:     rg,
 	}, nil
 }
 
@@ -92,72 +97,12 @@ func (h *Handle) ReadPacket(ctx context.Context) (Packet, error) {
 	if h.f == nil {
 		return Packet{}, ErrClosed
 	}
-	rc, err := h.f.SyscallConn()
-	if err != nil {
-		return Packet{}, fmt.Errorf("capture: %w", err)
-	}
-	stop := context.AfterFunc(ctx, func() { h.f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	defer h.f.SetReadDeadline(time.Time{})
-	for {
-		var (
-			n, oobn int
-			from    unix.Sockaddr
-			rerr    error
-		)
-		err := rc.Read(func(fd uintptr) bool {
-			n, oobn, _, from, rerr = unix.Recvmsg(int(fd), h.buf, h.oob, unix.MSG_TRUNC)
-			return !errors.Is(rerr, unix.EAGAIN)
-		})
-		if err == nil {
-			err = rerr
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return Packet{}, ctx.Err()
-			}
-			if errors.Is(err, os.ErrClosed) {
-				return Packet{}, ErrClosed
-			}
-			return Packet{}, fmt.Errorf("capture: recvmsg: %w", err)
-		}
-		p := Packet{OrigLen: n, Time: time.Now()}
-		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-			if h.loopback {
-				continue
-			}
-			p.Outgoing = true
-		}
-		if ts, ok := parseTimestamp(h.oob[:oobn]); ok {
-			p.Time = ts
-		}
-		p.Data = append([]byte(nil), h.buf[:min(n, len(h.buf))]...)
-		return p, nil
-	}
-}
-
-func parseTimestamp(oob []byte) (time.Time, bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level != unix.SOL_SOCKET || m.Header.Type != unix.SCM_TIMESTAMPNS {
-			continue
-		}
-		// struct timespec: two longs, native byte order.
-		switch len(m.Data) {
-		case 16:
-			return time.Unix(int64(binary.NativeEndian.Uint64(m.Data)), int64(binary.NativeEndian.Uint64(m.Data[8:]))), true
-		case 8:
-			return time.Unix(int64(int32(binary.NativeEndian.Uint32(m.Data))), int64(binary.NativeEndian.Uint32(m.Data[4:]))), true
-		}
-	}
-	return time.Time{}, false
+	return h.readRing(ctx)
 }
 
 // Stats returns the frames the kernel passed the filter and the frames it
-// dropped for lack of buffer space since the last call (PACKET_STATISTICS).
+// dropped because the receive ring was full, since the last call
+// (PACKET_STATISTICS).
 func (h *Handle) Stats() (received, dropped uint32, err error) {
 	if h.f == nil {
 		return 0, 0, ErrClosed
@@ -186,7 +131,14 @@ func (h *Handle) Close() error {
 	}
 	f := h.f
 	h.f = nil
-	if err := f.Close(); err != nil {
+	err := f.Close() // wakes a ReadPacket waiting on the socket
+	h.mu.Lock()
+	uerr := h.ring.close()
+	h.mu.Unlock()
+	if err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
 		return fmt.Errorf("capture: close: %w", err)
 	}
 	return nil

@@ -25,7 +25,7 @@ func TestPrintFile(t *testing.T) {
 	if err := PrintFile(&out, "../ibpkt/testdata/rping-6.1-two-nodes.pcap", 2); err != nil || strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("-c 2 printed %q, %v", out.String(), err)
 	}
-	if err := PrintFile(&out, "print.go", 0); err == nil || !strings.Contains(err.Error(), "not a pcap file") {
+	if err := PrintFile(&out, "print.go", 0); err == nil || !strings.Contains(err.Error(), "neither a pcap nor a pcapng file") {
 		t.Errorf("Go source read as pcap: %v", err)
 	}
 }

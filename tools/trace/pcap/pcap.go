@@ -1,8 +1,9 @@
 // Copyright 2026 The rdmago Authors.
 
-// Package pcap writes and reads classic libpcap capture files (the format of
+// Package pcap writes classic libpcap capture files (the format of
 // tcpdump -w and Wireshark's "pcap"), as described in
-// draft-ietf-opsawg-pcap (https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-04.html).
+// draft-ietf-opsawg-pcap (https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-04.html),
+// and reads them and pcapng files (dumpcap's default, draft-ietf-opsawg-pcapng).
 //
 // The writer produces little-endian files with microsecond or nanosecond
 // timestamps; the reader accepts either byte order and either resolution.
@@ -103,7 +104,8 @@ type Reader struct {
 	bo       binary.ByteOrder
 	nanos    bool
 	SnapLen  uint32
-	LinkType uint32
+	LinkType uint32 // of the first interface, for pcapng
+	ng       *ngState
 }
 
 // NewReader reads and checks the file header.
@@ -122,8 +124,10 @@ func NewReader(r io.Reader) (*Reader, error) {
 		rd.bo, rd.nanos = binary.LittleEndian, true
 	case binary.BigEndian.Uint32(h[:]) == MagicNanoseconds:
 		rd.bo, rd.nanos = binary.BigEndian, true
+	case binary.LittleEndian.Uint32(h[:]) == ngSectionHeader:
+		return newNGReader(r, h[:])
 	default:
-		return nil, fmt.Errorf("pcap: not a pcap file (magic % x); pcapng is not supported, convert with editcap -F pcap", h[:4])
+		return nil, fmt.Errorf("pcap: neither a pcap nor a pcapng file (magic % x)", h[:4])
 	}
 	if maj := rd.bo.Uint16(h[4:]); maj != versionMajor {
 		return nil, fmt.Errorf("pcap: unsupported version %d.%d", maj, rd.bo.Uint16(h[6:]))
@@ -142,6 +146,9 @@ type Record struct {
 
 // Next reads the next record; it returns io.EOF after the last one.
 func (r *Reader) Next() (Record, error) {
+	if r.ng != nil {
+		return r.ngNext()
+	}
 	var h [recordHeaderLen]byte
 	if _, err := io.ReadFull(r.r, h[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
