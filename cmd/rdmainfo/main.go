@@ -78,7 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, sys *devi
 		return 2
 	}
 	if sys == nil {
-		sys = devinfo.Live()
+		live, err := devinfo.Live()
+		if err != nil {
+			fmt.Fprintf(stderr, "rdmainfo: %v\n", err)
+			return 1
+		}
+		sys = live
 		defer sys.Close()
 	}
 	out := func(v any, text func(io.Writer)) int {

@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // KernelSeries maps the lab's kernel names to the Debian release whose
@@ -337,17 +335,4 @@ func fetchKernel(ctx context.Context, a *apt, kdir, series, rel string) error {
 		return fmt.Errorf("kernel cache: %w", err)
 	}
 	return nil
-}
-
-// lockFile takes an exclusive flock on path; Close releases it.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return f, nil
 }

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rdmago/rdmago/tools/lab/labproto"
@@ -184,6 +183,9 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = os.Stderr
+	}
+	if err := hostErr(); err != nil {
+		return nil, err
 	}
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("the lab boots x86-64 Debian kernels and needs an amd64 host (this is %s)", runtime.GOARCH)
@@ -386,7 +388,7 @@ func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) 
 	cmd := exec.Command(qemu, args...)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = nd.console, nd.console
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = qemuProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", qemu, err)
 	}

@@ -112,6 +112,13 @@ type Counters struct {
 	SysSec     float64 `json:"sys_sec"`
 }
 
+// rusage is what getrusage(2) says about the whole process (zero where it
+// cannot be read).
+type rusage struct {
+	vcsw, ivcsw uint64  // voluntary and involuntary context switches
+	user, sys   float64 // CPU seconds
+}
+
 type snapshot struct {
 	syscr, syscw uint64
 	allocs       uint64

@@ -6,17 +6,18 @@ package trace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Tracer is the eBPF tracer; off Linux none can be made.
 type Tracer struct{}
 
-var errNotLinux = fmt.Errorf("tracing needs Linux's eBPF and kprobes, and this is %s: %w", runtime.GOOS, errors.ErrUnsupported)
+var errNotLinux = fmt.Errorf("tracing needs Linux's eBPF and kprobes, and this is %s: %w", runtime.GOOS, sys.ErrNotSupported)
 
-// New fails off Linux with an error matching errors.ErrUnsupported.
+// New fails off Linux with an error matching uverbs.ErrNotSupported.
 func New(opts Options) (*Tracer, error) { return nil, errNotLinux }
 
 // Probes reports nothing: off Linux there is no Tracer.
@@ -33,3 +34,6 @@ func (t *Tracer) RXECounts() ([]RXECount, error) { return nil, errNotLinux }
 
 // Close does nothing.
 func (t *Tracer) Close() error { return nil }
+
+// monotonicNow is 0: off Linux there are no event time stamps to match.
+func monotonicNow() uint64 { return 0 }

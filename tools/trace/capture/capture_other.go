@@ -6,17 +6,18 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
+
+	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // Handle is an open capture; off Linux none can be opened.
 type Handle struct{}
 
-var errNotLinux = fmt.Errorf("capture: packet sockets (AF_PACKET) need Linux, and this is %s: %w", runtime.GOOS, errors.ErrUnsupported)
+var errNotLinux = fmt.Errorf("capture: packet sockets (AF_PACKET) need Linux, and this is %s: %w", runtime.GOOS, sys.ErrNotSupported)
 
-// Open fails off Linux with an error matching errors.ErrUnsupported.
+// Open fails off Linux with an error matching uverbs.ErrNotSupported.
 func Open(name string, snapLen int) (*Handle, error) { return nil, errNotLinux }
 
 // ReadPacket fails: off Linux there is no open Handle.

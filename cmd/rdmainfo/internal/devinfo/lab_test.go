@@ -1,5 +1,7 @@
 // Copyright 2026 The rdmago Authors.
 
+//go:build linux
+
 package devinfo
 
 import (
@@ -31,7 +33,10 @@ import (
 func liveSystem(t *testing.T) (*System, labtest.Env) {
 	t.Helper()
 	env := labtest.Require(t)
-	s := Live()
+	s, err := Live()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { s.Close() })
 	if s.NL == nil {
 		t.Fatalf("no RDMA netlink: %v", s.NLErr)
@@ -518,7 +523,10 @@ func TestLabMemlockChild(t *testing.T) {
 	if mode == "nobody" && os.Geteuid() != 65534 {
 		t.Fatalf("the nobody child runs as uid %d", os.Geteuid())
 	}
-	s := Live()
+	s, err := Live()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	res := childResult{Report: s.Diagnose()}
 	func() {

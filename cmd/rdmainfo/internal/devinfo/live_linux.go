@@ -19,8 +19,10 @@ import (
 // Live returns the System of the running machine: sysfs at /, an RDMA
 // netlink socket (left nil, with NLErr set, when it cannot be opened, as on a
 // kernel without RDMA), uverbs queries, the interface addresses, this
-// process's credentials and RLIMIT_MEMLOCK. The caller must Close it.
-func Live() *System {
+// process's credentials and RLIMIT_MEMLOCK. The caller must Close it. On
+// Linux it does not fail; elsewhere it fails with an error matching
+// uverbs.ErrNotSupported (live_other.go).
+func Live() (*System, error) {
 	s := &System{
 		FS:      sysfs.New("/"),
 		Verbs:   UverbsQuerier{},
@@ -35,17 +37,7 @@ func Live() *System {
 		s.NL = c
 		s.closer = c
 	}
-	return s
-}
-
-// Close releases the netlink socket of a Live System; it is idempotent.
-func (s *System) Close() error {
-	if s.closer == nil {
-		return nil
-	}
-	err := s.closer.Close()
-	s.closer, s.NL = nil, nil
-	return err
+	return s, nil
 }
 
 // hostAddrs lists interface addresses with package net (rtnetlink

@@ -42,6 +42,16 @@ type System struct {
 	closer interface{ Close() error } // what Close releases (Live only)
 }
 
+// Close releases the netlink socket of a Live System; it is idempotent.
+func (s *System) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	err := s.closer.Close()
+	s.closer, s.NL = nil, nil
+	return err
+}
+
 // Netlink is the part of *rdmanl.Conn rdmainfo uses.
 type Netlink interface {
 	Devices() ([]rdmanl.Device, error)

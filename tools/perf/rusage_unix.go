@@ -1,15 +1,12 @@
 // Copyright 2026 The rdmago Authors.
 
+//go:build unix
+
 package perf
 
 import "golang.org/x/sys/unix"
 
-// rusage is what getrusage(2) says about the whole process.
-type rusage struct {
-	vcsw, ivcsw uint64  // voluntary and involuntary context switches
-	user, sys   float64 // CPU seconds
-}
-
+// getRusage is getrusage(2) for RUSAGE_SELF; zero if it fails.
 func getRusage() rusage {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {

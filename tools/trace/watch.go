@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // WatchOptions configure Watch: which events rdmatrace shows and how.
@@ -217,14 +215,4 @@ func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []HWCounters, devs []stri
 			fmt.Fprintf(w, "  %s/%d %-24s +%d (%d)\n", c.Dev, c.Port, c.Name, c.Now-c.Before, c.Now)
 		}
 	}
-}
-
-// monotonicNow is CLOCK_MONOTONIC in nanoseconds, the clock of the events'
-// time stamps (bpf_ktime_get_ns); 0 if it cannot be read.
-func monotonicNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
 }
