@@ -56,6 +56,8 @@ type Conn struct {
 	stateMu    sync.Mutex
 	done       chan struct{}
 	doneErr    error
+	life       context.Context         // cancelled with doneErr when done closes
+	endLife    context.CancelCauseFunc // called with doneErr
 	estab      bool
 	closeOnce  sync.Once
 	closeErr   error
@@ -216,7 +218,17 @@ func withAddr(err error, addr string) error {
 }
 
 func newConn(id *ID, o Options, release func(), ps PortSpace) *Conn {
-	return &Conn{id: id, o: o, release: release, ud: ps.ud(), done: make(chan struct{})}
+	c := &Conn{id: id, o: o, release: release, ud: ps.ud(), done: make(chan struct{})}
+	c.life, c.endLife = context.WithCancelCause(context.Background())
+	return c
+}
+
+// end records why the connection ended, closes Done and cancels the waits
+// (stateMu held, doneErr nil before).
+func (c *Conn) end(err error) {
+	c.doneErr = err
+	close(c.done)
+	c.endLife(err)
 }
 
 func (c *Conn) setOptions() error {
@@ -417,8 +429,7 @@ func (c *Conn) onEvent(ev Event) {
 	c.stateMu.Lock()
 	first := c.doneErr == nil
 	if first {
-		c.doneErr = eventError("connection", c.remote.String(), ev)
-		close(c.done)
+		c.end(eventError("connection", c.remote.String(), ev))
 	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
 		// The removal may make the peer (on the same device) disconnect
 		// first; the removal is what the caller must act on.
@@ -452,6 +463,29 @@ func (c *Conn) onEvent(ev Event) {
 // Done is closed when the connection ends by the peer's disconnect or the
 // device's removal (Err says which), or by Close.
 func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Wait is uverbs.WaitCQs on the connection's CQs (cqs; none means SendCQ
+// and RecvCQ) that also ends when the connection does: it returns the
+// completions of the first of them that has any, at once and with no
+// system call when they are already in the ring, and otherwise arms the
+// CQs and sleeps on the completion channel (polls, with NoCompChannel).
+// Once the peer disconnects, the device goes away or the connection is
+// closed, it still returns what the rings hold (the flushes of posted work
+// come as IBV_WC_WR_FLUSH_ERR completions), and on empty CQs it fails with
+// an error wrapping Err: errors.Is(err, ErrDisconnected),
+// ErrDeviceRemoved or ErrClosed. A wait on an empty CQ thus ends when the
+// connection does, not at ctx's deadline, whether or not anything was
+// posted. One goroutine at a time may wait on the connection's channel.
+func (c *Conn) Wait(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error) {
+	if len(cqs) == 0 {
+		both := [2]*uverbs.CQ{c.sendCQ, c.recvCQ}
+		cqs = both[:1]
+		if c.recvCQ != c.sendCQ {
+			cqs = both[:]
+		}
+	}
+	return uverbs.WaitCQs(ctx, c.life, wcs, cqs...)
+}
 
 // Err returns why Done was closed: an *EventError for DISCONNECTED
 // (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved; it replaces a
@@ -552,8 +586,7 @@ func (c *Conn) close() error {
 	estab := c.estab
 	ended := c.doneErr != nil
 	if !ended {
-		c.doneErr = ErrClosed
-		close(c.done)
+		c.end(ErrClosed)
 	}
 	c.stateMu.Unlock()
 	var errs []error
@@ -635,8 +668,7 @@ func (c *Conn) abort() {
 	c.stateMu.Lock()
 	c.closedFlag = true
 	if c.doneErr == nil {
-		c.doneErr = ErrClosed
-		close(c.done)
+		c.end(ErrClosed)
 	}
 	c.stateMu.Unlock()
 	c.closeOnce.Do(func() { c.closeErr = c.teardown(time.Now().Add(c.o.CloseTimeout)) })
