@@ -140,8 +140,12 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 	if err := c.setupVerbs(); err != nil {
 		return nil, err
 	}
+	data, err := c.privateData("connect")
+	if err != nil {
+		return nil, err
+	}
 	p := ConnParam{
-		PrivateData: o.PrivateData, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
+		PrivateData: data, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
 		RetryCount: retryValue(o.RetryCount), RNRRetryCount: retryValue(o.RNRRetryCount),
 	}
 	if !c.ud {
@@ -179,10 +183,13 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		ev.Type, ev.Param.QPNum, ev.Param.InitiatorDepth, ev.Param.ResponderResources, len(ev.Param.PrivateData))
 	// As librdmacm's ucma_process_conn_resp: INIT again (the first INIT had
 	// no remote access rights), then RTR and RTS, then the RTU.
-	for _, st := range []uverbs.QPState{uverbs.QPSInit, uverbs.QPSRTR, uverbs.QPSRTS} {
+	for _, st := range []uverbs.QPState{uverbs.QPSInit, uverbs.QPSRTR} {
 		if err := c.modify(st, nil); err != nil {
 			return nil, c.rejectAfter(err)
 		}
+	}
+	if err := c.modify(uverbs.QPSRTS, o.sendRNRRetry); err != nil {
+		return nil, c.rejectAfter(err)
 	}
 	if err := id.Establish(); err != nil {
 		return nil, c.rejectAfter(err)
@@ -358,6 +365,23 @@ func (c *Conn) setupVerbs() error {
 		}
 	}
 	return nil
+}
+
+// privateData is what goes with the connect or accept (op): the result
+// of Options.PrivateDataFunc, which runs now that the QP exists, or
+// Options.PrivateData.
+func (c *Conn) privateData(op string) ([]byte, error) {
+	if c.o.PrivateDataFunc == nil {
+		return c.o.PrivateData, nil
+	}
+	data, err := c.o.PrivateDataFunc(c)
+	if err != nil {
+		return nil, fmt.Errorf("cm: private data for the %s: %w", op, err)
+	}
+	if err := checkPrivateData(op, c.id.ps, len(data)); err != nil {
+		return nil, fmt.Errorf("cm: Options.PrivateDataFunc: %w", err)
+	}
+	return data, nil
 }
 
 // modify moves the QP to state with the attributes the CM computes

@@ -114,6 +114,9 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
+// Context is the Context the channel was created on.
+func (ch *CompChannel) Context() *Context { return ch.ctx }
+
 // Wait is ibv_get_cq_event: it blocks until one of the channel's armed CQs
 // has a completion and returns that CQ (now disarmed: Arm it again, then Poll).
 // It returns ctx.Err() when ctx is done first.
