@@ -407,7 +407,7 @@ func (c *Conn) modifyTo(attr *uverbs.QPAttr, mask uverbs.QPAttrMask) error {
 	}
 	switch attr.State {
 	case uverbs.QPSInit:
-		c.o.logf("verbs: QP %#x -> %v (%s; port %d, access %v, qkey %#x)", c.qp.Num(), attr.State, maskString(mask), attr.Port, attr.AccessFlags, attr.Qkey)
+		c.o.logf("verbs: QP %#x -> %v (%s; port %d, access %v, qkey %#x)", c.qp.Num(), attr.State, maskString(mask), attr.Port, attr.AccessFlags, attr.QKey)
 	case uverbs.QPSRTR:
 		c.o.logf("verbs: QP %#x -> %v (%s; dest qp %#x, rq psn %#x, mtu %v, max dest rd atomic %d, dgid %v)", c.qp.Num(), attr.State, maskString(mask),
 			attr.DestQPN, attr.RQPSN, attr.PathMTU, attr.MaxDestRdAtomic, attr.AH.GRH.DGID)

@@ -381,7 +381,7 @@ func TestLabUD(t *testing.T) {
 		defer ah.Close()
 		n := copy(rb.buf, "datagram to client")
 		if err := c.QP().PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
-			SGL: []uverbs.SGE{rb.mr.SGE(0, n)}, AH: ah, RemoteQPN: wc.SrcQP, RemoteQkey: UDPQKey}); err != nil {
+			SGL: []uverbs.SGE{rb.mr.SGE(0, n)}, AH: ah, RemoteQPN: wc.SrcQP, RemoteQKey: UDPQKey}); err != nil {
 			return err
 		}
 		if _, err := waitWC(ctx, c.SendCQ()); err != nil {
@@ -414,7 +414,7 @@ func TestLabUD(t *testing.T) {
 		}
 		n := copy(sb.buf, "datagram to server")
 		if err := c.QP().PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
-			SGL: []uverbs.SGE{sb.mr.SGE(0, n)}, AH: c.AH(), RemoteQPN: c.RemoteQPN(), RemoteQkey: c.RemoteQKey()}); err != nil {
+			SGL: []uverbs.SGE{sb.mr.SGE(0, n)}, AH: c.AH(), RemoteQPN: c.RemoteQPN(), RemoteQKey: c.RemoteQKey()}); err != nil {
 			return err
 		}
 		if _, err := waitWC(ctx, c.SendCQ()); err != nil {

@@ -33,7 +33,7 @@ func TestQPAttrFromABI(t *testing.T) {
 	}
 	want := uverbs.QPAttr{
 		State: uverbs.QPSRTR, PathMTU: uverbs.MTU1024, RQPSN: 0xddaf47, DestQPN: 0x12, MaxDestRdAtomic: 128,
-		MinRNRTimer: 12, Port: 1, Timeout: 19, RetryCnt: 7, RNRRetry: 7, Qkey: 5, AccessFlags: uverbs.AccessRemoteWrite,
+		MinRNRTimer: 12, Port: 1, Timeout: 19, RetryCnt: 7, RNRRetry: 7, QKey: 5, AccessFlags: uverbs.AccessRemoteWrite,
 		AH: uverbs.AHAttr{GRH: uverbs.GlobalRoute{DGID: uverbs.GID(gid), FlowLabel: 9, SGIDIndex: 1, HopLimit: 64, TrafficClass: 0x20},
 			SL: 2, IsGlobal: true, Port: 1, StaticRate: 3},
 	}

@@ -52,7 +52,7 @@ type SendWR struct {
 	// UD: where to send.
 	AH         *AH
 	RemoteQPN  uint32
-	RemoteQkey uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is struct ibv_recv_wr without the list link. A UD receive buffer
@@ -129,7 +129,7 @@ func (qp *QP) postOne(wr *SendWR) error {
 		if wr.AH.closed.Load() { // its number may already name another AH
 			return errClosedAH
 		}
-		r.AHNum, r.RemoteQPN, r.RemoteQkey = wr.AH.num, wr.RemoteQPN, wr.RemoteQkey
+		r.AHNum, r.RemoteQPN, r.RemoteQKey = wr.AH.num, wr.RemoteQPN, wr.RemoteQKey
 	}
 	if qp.sigAll {
 		r.Flags |= abi.IB_SEND_SIGNALED
