@@ -239,4 +239,16 @@ func TestLabAtomics(t *testing.T) {
 			t.Errorf("cas(%d→%d): returned %d, remote %d; want %d, %d", c.cmp, c.swap, old, now, c.wantOld, c.wantNow)
 		}
 	}
+	// A target that is not 8-byte aligned is refused (as SendWR documents);
+	// the QP then enters the error state, so this comes last.
+	if err := a.qp.PostSend(SendWR{ID: 9, Opcode: WRAtomicFetchAndAdd, Flags: SendSignaled, SGL: []SGE{a.mr.SGE(16, 8)},
+		RemoteAddr: b.mr.Addr() + 68, RKey: b.mr.RKey(), CompareAdd: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := a.waitAny(t, 1)[0]; wc.Status != WCRemInvReqErr {
+		t.Errorf("misaligned fetch-add completed with %v, want %v", wc.Status, WCRemInvReqErr)
+	}
+	if now := ne.Uint64(b.buf[64:]); now != 5 {
+		t.Errorf("after the misaligned fetch-add the aligned target holds %d, want 5", now)
+	}
 }
