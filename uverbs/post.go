@@ -41,13 +41,13 @@ type SendWR struct {
 	// Atomics: CmpAndSwp compares with CompareAdd and swaps in Swap;
 	// FetchAndAdd adds CompareAdd; AtomicWrite writes CompareAdd. Both are
 	// host byte order here. The target is one uint64 at RemoteAddr, which
-	// must be 8-byte aligned (rxe fails a misaligned one with
-	// IBV_WC_REM_INV_REQ_ERR) in memory registered with
+	// must be 8-byte aligned (PostSend refuses a misaligned one, as
+	// rdma-core's rxe provider does), in memory registered with
 	// AccessRemoteAtomic; the responder operates on it in its own byte
 	// order (binary.NativeEndian on the peer). CmpAndSwp and FetchAndAdd
 	// return the value the target held before, 8 bytes in this host's
 	// byte order (read them with binary.NativeEndian), into the first 8
-	// bytes of SGL, which must cover exactly 8 bytes.
+	// bytes of SGL, which must cover at least 8 bytes.
 	CompareAdd uint64
 	Swap       uint64
 
