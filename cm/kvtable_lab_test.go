@@ -37,7 +37,13 @@ func kvServer(ctx context.Context, t *testing.T, l *Listener) (int, error) {
 	var table, scratch msgBuf
 	o := l.o
 	o.Setup = func(c *Conn) error {
-		table = newMsgBuf(t, c, kvSlots*kvSlot) // remote read, write and atomic
+		// FETCH_AND_ADD needs remote atomic access on top of read and write.
+		table.buf = make([]byte, kvSlots*kvSlot)
+		var err error
+		table.mr, err = c.RegMR(table.buf, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic)
+		if err != nil {
+			return err
+		}
 		scratch = newMsgBuf(t, c, 4*(kvRecvs+1))
 		for i := range kvRecvs {
 			if err := c.QP().PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{scratch.mr.SGE(4*i, 4)}}); err != nil {
