@@ -56,6 +56,8 @@ type Conn struct {
 	stateMu    sync.Mutex
 	done       chan struct{}
 	doneErr    error
+	life       context.Context         // cancelled with doneErr when done closes
+	endLife    context.CancelCauseFunc // called with doneErr
 	estab      bool
 	closeOnce  sync.Once
 	closeErr   error
@@ -138,8 +140,12 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 	if err := c.setupVerbs(); err != nil {
 		return nil, err
 	}
+	data, err := c.privateData("connect")
+	if err != nil {
+		return nil, err
+	}
 	p := ConnParam{
-		PrivateData: o.PrivateData, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
+		PrivateData: data, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
 		RetryCount: retryValue(o.RetryCount), RNRRetryCount: retryValue(o.RNRRetryCount),
 	}
 	if !c.ud {
@@ -177,10 +183,13 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		ev.Type, ev.Param.QPNum, ev.Param.InitiatorDepth, ev.Param.ResponderResources, len(ev.Param.PrivateData))
 	// As librdmacm's ucma_process_conn_resp: INIT again (the first INIT had
 	// no remote access rights), then RTR and RTS, then the RTU.
-	for _, st := range []uverbs.QPState{uverbs.QPSInit, uverbs.QPSRTR, uverbs.QPSRTS} {
+	for _, st := range []uverbs.QPState{uverbs.QPSInit, uverbs.QPSRTR} {
 		if err := c.modify(st, nil); err != nil {
 			return nil, c.rejectAfter(err)
 		}
+	}
+	if err := c.modify(uverbs.QPSRTS, o.sendRNRRetry); err != nil {
+		return nil, c.rejectAfter(err)
 	}
 	if err := id.Establish(); err != nil {
 		return nil, c.rejectAfter(err)
@@ -216,7 +225,17 @@ func withAddr(err error, addr string) error {
 }
 
 func newConn(id *ID, o Options, release func(), ps PortSpace) *Conn {
-	return &Conn{id: id, o: o, release: release, ud: ps.ud(), done: make(chan struct{})}
+	c := &Conn{id: id, o: o, release: release, ud: ps.ud(), done: make(chan struct{})}
+	c.life, c.endLife = context.WithCancelCause(context.Background())
+	return c
+}
+
+// end records why the connection ended, closes Done and cancels the waits
+// (stateMu held, doneErr nil before).
+func (c *Conn) end(err error) {
+	c.doneErr = err
+	close(c.done)
+	c.endLife(err)
 }
 
 func (c *Conn) setOptions() error {
@@ -348,6 +367,23 @@ func (c *Conn) setupVerbs() error {
 	return nil
 }
 
+// privateData is what goes with the connect or accept (op): the result
+// of Options.PrivateDataFunc, which runs now that the QP exists, or
+// Options.PrivateData.
+func (c *Conn) privateData(op string) ([]byte, error) {
+	if c.o.PrivateDataFunc == nil {
+		return c.o.PrivateData, nil
+	}
+	data, err := c.o.PrivateDataFunc(c)
+	if err != nil {
+		return nil, fmt.Errorf("cm: private data for the %s: %w", op, err)
+	}
+	if err := checkPrivateData(op, c.id.ps, len(data)); err != nil {
+		return nil, fmt.Errorf("cm: Options.PrivateDataFunc: %w", err)
+	}
+	return data, nil
+}
+
 // modify moves the QP to state with the attributes the CM computes
 // (rdma_init_qp_attr + ibv_modify_qp); adjust may change them first.
 func (c *Conn) modify(state uverbs.QPState, adjust func(*uverbs.QPAttr)) error {
@@ -371,7 +407,7 @@ func (c *Conn) modifyTo(attr *uverbs.QPAttr, mask uverbs.QPAttrMask) error {
 	}
 	switch attr.State {
 	case uverbs.QPSInit:
-		c.o.logf("verbs: QP %#x -> %v (%s; port %d, access %v, qkey %#x)", c.qp.Num(), attr.State, maskString(mask), attr.Port, attr.AccessFlags, attr.Qkey)
+		c.o.logf("verbs: QP %#x -> %v (%s; port %d, access %v, qkey %#x)", c.qp.Num(), attr.State, maskString(mask), attr.Port, attr.AccessFlags, attr.QKey)
 	case uverbs.QPSRTR:
 		c.o.logf("verbs: QP %#x -> %v (%s; dest qp %#x, rq psn %#x, mtu %v, max dest rd atomic %d, dgid %v)", c.qp.Num(), attr.State, maskString(mask),
 			attr.DestQPN, attr.RQPSN, attr.PathMTU, attr.MaxDestRdAtomic, attr.AH.GRH.DGID)
@@ -417,8 +453,7 @@ func (c *Conn) onEvent(ev Event) {
 	c.stateMu.Lock()
 	first := c.doneErr == nil
 	if first {
-		c.doneErr = eventError("connection", c.remote.String(), ev)
-		close(c.done)
+		c.end(eventError("connection", c.remote.String(), ev))
 	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
 		// The removal may make the peer (on the same device) disconnect
 		// first; the removal is what the caller must act on.
@@ -452,6 +487,29 @@ func (c *Conn) onEvent(ev Event) {
 // Done is closed when the connection ends by the peer's disconnect or the
 // device's removal (Err says which), or by Close.
 func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Wait is uverbs.WaitCQs on the connection's CQs (cqs; none means SendCQ
+// and RecvCQ) that also ends when the connection does: it returns the
+// completions of the first of them that has any, at once and with no
+// system call when they are already in the ring, and otherwise arms the
+// CQs and sleeps on the completion channel (polls, with NoCompChannel).
+// Once the peer disconnects, the device goes away or the connection is
+// closed, it still returns what the rings hold (the flushes of posted work
+// come as IBV_WC_WR_FLUSH_ERR completions), and on empty CQs it fails with
+// an error wrapping Err: errors.Is(err, ErrDisconnected),
+// ErrDeviceRemoved or ErrClosed. A wait on an empty CQ thus ends when the
+// connection does, not at ctx's deadline, whether or not anything was
+// posted. One goroutine at a time may wait on the connection's channel.
+func (c *Conn) Wait(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error) {
+	if len(cqs) == 0 {
+		both := [2]*uverbs.CQ{c.sendCQ, c.recvCQ}
+		cqs = both[:1]
+		if c.recvCQ != c.sendCQ {
+			cqs = both[:]
+		}
+	}
+	return uverbs.WaitCQs(ctx, c.life, wcs, cqs...)
+}
 
 // Err returns why Done was closed: an *EventError for DISCONNECTED
 // (ErrDisconnected) or DEVICE_REMOVAL (ErrDeviceRemoved; it replaces a
@@ -552,8 +610,7 @@ func (c *Conn) close() error {
 	estab := c.estab
 	ended := c.doneErr != nil
 	if !ended {
-		c.doneErr = ErrClosed
-		close(c.done)
+		c.end(ErrClosed)
 	}
 	c.stateMu.Unlock()
 	var errs []error
@@ -635,8 +692,7 @@ func (c *Conn) abort() {
 	c.stateMu.Lock()
 	c.closedFlag = true
 	if c.doneErr == nil {
-		c.doneErr = ErrClosed
-		close(c.done)
+		c.end(ErrClosed)
 	}
 	c.stateMu.Unlock()
 	c.closeOnce.Do(func() { c.closeErr = c.teardown(time.Now().Add(c.o.CloseTimeout)) })

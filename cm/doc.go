@@ -14,11 +14,14 @@
 //	c, err := cm.Dial(ctx, "10.0.0.1:7174", &cm.Options{PrivateData: hello})
 //	defer c.Close()
 //	c.QP().PostSend(...); c.SendCQ().Poll(...)
+//	n, cq, err := c.Wait(ctx, wcs) // or sleep until completions come or the peer leaves
 //
 // Dial resolves the address and the route, opens the device the route goes
 // through, creates a PD, a completion channel, CQs and a QP (or uses the
 // caller's, Options.PD and friends), moves the QP to INIT, runs
-// Options.Setup (register memory and post receives there), connects, and
+// Options.Setup (register memory and post receives there), then
+// Options.PrivateDataFunc (private data that names what Setup made, such
+// as an MR's address and rkey), connects, and
 // on CONNECT_RESPONSE moves the QP to RTR and RTS with the attributes the
 // CM computes (INIT_QP_ATTR) and sends the RTU, as librdmacm does. Accept
 // mirrors it and negotiates the RDMA READ/atomic depths like rdma_accept.

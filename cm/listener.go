@@ -43,7 +43,12 @@ func ListenUD(ctx context.Context, addr string, opts *Options) (*Listener, error
 func listen(ctx context.Context, addr string, opts *Options, ps PortSpace) (*Listener, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cm: listen on %s: %w", addr, err)
+	}
+	// Every accept would carry PrivateData: check it now rather than have
+	// each accept fail and each peer see only a rejection.
+	if err := checkPrivateData("accept", ps, len(o.PrivateData)); err != nil {
+		return nil, fmt.Errorf("cm: listen on %s: Options.PrivateData: %w", addr, err)
 	}
 	ap, err := resolveAddrPort(ctx, addr)
 	if err != nil {
@@ -51,12 +56,12 @@ func listen(ctx context.Context, addr string, opts *Options, ps PortSpace) (*Lis
 	}
 	ch, release, err := o.acquireChannel()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cm: listen on %v: %w", ap, err)
 	}
 	id, err := ch.CreateID(ps)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, fmt.Errorf("cm: listen on %v: %w", ap, err)
 	}
 	fail := func(err error) (*Listener, error) {
 		id.Close()
@@ -66,14 +71,14 @@ func listen(ctx context.Context, addr string, opts *Options, ps PortSpace) (*Lis
 	o.logf("rdma_cm: created id %d (%v)", id.Handle(), ps)
 	if o.ReuseAddr {
 		if err := id.SetReuseAddr(true); err != nil {
-			return fail(err)
+			return fail(fmt.Errorf("cm: listen on %v: %w", ap, err))
 		}
 	}
 	if err := id.Bind(ap); err != nil {
-		return fail(err)
+		return fail(err) // names the address
 	}
 	if err := id.Listen(o.Backlog); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("cm: listen on %v: %w", ap, err))
 	}
 	l := &Listener{id: id, o: o, release: release, addr: ap}
 	if info, err := id.Query(); err == nil && info.Local.IsValid() {
@@ -108,7 +113,7 @@ func (l *Listener) AcceptRequest(ctx context.Context) (*Request, error) {
 		if errors.Is(err, ErrClosed) {
 			return nil, fmt.Errorf("rdma_cm accept on %v: %w", l.addr, ErrClosed)
 		}
-		return nil, err
+		return nil, fmt.Errorf("rdma_cm accept on %v: %w", l.addr, err)
 	}
 	l.o.logf("rdma_cm: event %v: new id %d (initiator depth %d, responder resources %d offered, %d bytes private data)",
 		ev.Type, ev.ID.Handle(), ev.Param.InitiatorDepth, ev.Param.ResponderResources, len(ev.Param.PrivateData))
@@ -196,7 +201,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 		r.ID.Reject(nil, 0)
 		r.ID.Close()
 		r.hold()
-		return nil, err
+		return nil, fmt.Errorf("rdma_cm accept on %v: %w", r.l.addr, err)
 	}
 	c := newConn(r.ID, o, r.hold, r.ID.ps)
 	sentAccept := false
@@ -206,6 +211,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 				r.ID.Reject(nil, 0)
 			}
 			c.abort()
+			err = fmt.Errorf("rdma_cm accept on %v: %w", r.l.addr, err)
 		}
 	}()
 	if err := checkPrivateData("accept", r.ID.ps, len(o.PrivateData)); err != nil {
@@ -217,8 +223,12 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 	if err := c.setupVerbs(); err != nil {
 		return nil, err
 	}
+	data, err := c.privateData("accept")
+	if err != nil {
+		return nil, err
+	}
 	p := ConnParam{
-		PrivateData: o.PrivateData, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
+		PrivateData: data, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
 		RetryCount: retryValue(o.RetryCount), RNRRetryCount: retryValue(o.RNRRetryCount),
 	}
 	if c.ud {
@@ -249,7 +259,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 	if err := c.modify(uverbs.QPSRTR, func(a *uverbs.QPAttr) { a.MaxDestRdAtomic = c.respRes }); err != nil {
 		return nil, err
 	}
-	if err := c.modify(uverbs.QPSRTS, func(a *uverbs.QPAttr) { a.MaxRdAtomic = c.initDepth }); err != nil {
+	if err := c.modify(uverbs.QPSRTS, func(a *uverbs.QPAttr) { a.MaxRdAtomic = c.initDepth; o.sendRNRRetry(a) }); err != nil {
 		return nil, err
 	}
 	o.logf("rdma_cm: accept (qp %#x, initiator depth %d, responder resources %d, %d bytes private data)",

@@ -53,9 +53,11 @@ type Options struct {
 	// Caller-owned verbs objects to use instead of creating them. They
 	// must come from one Context on the device the connection resolves to
 	// (Dial fails otherwise) and outlive the connection; Close does not
-	// destroy them. With SendCQ or RecvCQ set, set both, and PD (whose
-	// Context the CQs must share). CompChannel alone attaches the CQs the
-	// connection creates to the caller's channel.
+	// destroy them. Each of them needs PD, which names that Context. With
+	// SendCQ or RecvCQ set, set both (CompChannel then only tells
+	// Conn.CompChannel which channel they use). CompChannel without
+	// SendCQ and RecvCQ attaches the CQs the connection creates to the
+	// caller's channel. SRQ feeds the QP's receives.
 	PD          *uverbs.PD
 	SendCQ      *uverbs.CQ
 	RecvCQ      *uverbs.CQ
@@ -68,13 +70,37 @@ type Options struct {
 	// (capped by the device) for Accept.
 	InitiatorDepth     int
 	ResponderResources int
-	// RetryCount and RNRRetryCount (0-7; 7 RNR retries means forever) are
-	// what Dial asks for; 0 means 7. Use NoRetry for an explicit zero.
+	// RetryCount and RNRRetryCount (0-7) go with the connect (RetryCount
+	// only with Dial) or the accept; 0 means 7, as librdmacm's examples
+	// ask. Use NoRetry for an explicit zero. The IB CM sets each side's QP
+	// from the other side's message, so they bound the peer's retries:
+	// RetryCount how often the peer resends when this side's device does
+	// not answer, RNRRetryCount how often the peer's SEND or
+	// RDMA_WRITE_WITH_IMM is retried while this side has no receive
+	// posted (receiver not ready, RNR). An RNR retry count of 7 means
+	// forever: a SEND to a program that never posts a receive then waits,
+	// without completing or failing, until the connection ends.
 	RetryCount    int
 	RNRRetryCount int
+	// SendRNRRetry, when not 0, replaces the RNR retry count this side's
+	// QP got from the peer (its RNRRetryCount, 7 by default with rdmago
+	// and librdmacm peers): 1-6 retries, NoRetry for none, 7 forever. With
+	// a finite count, a SEND or RDMA_WRITE_WITH_IMM that still finds no
+	// receive posted completes with IBV_WC_RNR_RETRY_EXC_ERR
+	// (uverbs.WCRNRRetryExcErr) and the QP enters the error state. Each
+	// retry waits the peer's RNR timer (rdma_cm's default: 12, 0.64 ms).
+	SendRNRRetry int
 	// PrivateData goes with the connect (at most 56 bytes for RC, 180 for
-	// UD) or the accept (196 for RC, 136 for UD).
+	// UD) or the accept (196 for RC, 136 for UD). Dial and Listen check
+	// its size.
 	PrivateData []byte
+	// PrivateDataFunc, when set, runs after Setup, once the connection's
+	// PD, CQs and QP exist, and returns the private data to send instead
+	// of PrivateData: the place to advertise memory registered in Setup
+	// (its address and rkey) with the connect or the accept. Its result is
+	// checked against the same limits; an error fails the Dial or Accept
+	// (the request is then rejected).
+	PrivateDataFunc func(*Conn) ([]byte, error)
 
 	// TOS is the IP type of service of the connection's packets
 	// (RDMA_OPTION_ID_TOS); 0 leaves the default.
@@ -142,7 +168,7 @@ func (o *Options) validate() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"RetryCount", o.RetryCount}, {"RNRRetryCount", o.RNRRetryCount}} {
+	}{{"RetryCount", o.RetryCount}, {"RNRRetryCount", o.RNRRetryCount}, {"SendRNRRetry", o.SendRNRRetry}} {
 		if v.n < NoRetry || v.n > 7 {
 			return fmt.Errorf("cm: %s %d: want 0-7 (NoRetry for none)", v.name, v.n)
 		}
@@ -161,10 +187,42 @@ func (o *Options) validate() error {
 	if (o.SendCQ != nil || o.CompChannel != nil || o.SRQ != nil) && o.PD == nil {
 		return fmt.Errorf("cm: Options.SendCQ, RecvCQ, CompChannel and SRQ need Options.PD (the connection must use their Context)")
 	}
+	if o.PD != nil {
+		ctx := o.PD.Context()
+		for _, v := range []struct {
+			name string
+			ctx  *uverbs.Context
+		}{{"SendCQ", cqContext(o.SendCQ)}, {"RecvCQ", cqContext(o.RecvCQ)}, {"CompChannel", channelContext(o.CompChannel)}} {
+			if v.ctx != nil && v.ctx != ctx {
+				return fmt.Errorf("cm: Options.%s belongs to another Context than Options.PD: create them on one", v.name)
+			}
+		}
+	}
 	if o.MaxInline < 0 {
 		return fmt.Errorf("cm: MaxInline %d is negative", o.MaxInline)
 	}
 	return nil
+}
+
+func cqContext(cq *uverbs.CQ) *uverbs.Context {
+	if cq == nil {
+		return nil
+	}
+	return cq.Context()
+}
+
+func channelContext(ch *uverbs.CompChannel) *uverbs.Context {
+	if ch == nil {
+		return nil
+	}
+	return ch.Context()
+}
+
+// sendRNRRetry adjusts the RTS attributes for SendRNRRetry.
+func (o *Options) sendRNRRetry(a *uverbs.QPAttr) {
+	if o.SendRNRRetry != 0 {
+		a.RNRRetry = retryValue(o.SendRNRRetry)
+	}
 }
 
 func retryValue(n int) uint8 {

@@ -172,8 +172,8 @@ func qpAttrFromABI(a *abi.QPAttr) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
 	}
 	q := uverbs.QPAttr{
 		State: uverbs.QPState(a.QPState), CurState: uverbs.QPState(a.CurQPState), PathMTU: uverbs.MTU(a.PathMTU),
-		Qkey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
-		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PkeyIndex: a.PkeyIndex, Port: a.PortNum,
+		QKey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
+		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PKeyIndex: a.PkeyIndex, Port: a.PortNum,
 		AH:          uverbs.AHAttrFromABI(&a.AHAttr),
 		MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRnrTimer,
 		Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RnrRetry,

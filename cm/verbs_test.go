@@ -33,7 +33,7 @@ func TestQPAttrFromABI(t *testing.T) {
 	}
 	want := uverbs.QPAttr{
 		State: uverbs.QPSRTR, PathMTU: uverbs.MTU1024, RQPSN: 0xddaf47, DestQPN: 0x12, MaxDestRdAtomic: 128,
-		MinRNRTimer: 12, Port: 1, Timeout: 19, RetryCnt: 7, RNRRetry: 7, Qkey: 5, AccessFlags: uverbs.AccessRemoteWrite,
+		MinRNRTimer: 12, Port: 1, Timeout: 19, RetryCnt: 7, RNRRetry: 7, QKey: 5, AccessFlags: uverbs.AccessRemoteWrite,
 		AH: uverbs.AHAttr{GRH: uverbs.GlobalRoute{DGID: uverbs.GID(gid), FlowLabel: 9, SGIDIndex: 1, HopLimit: 64, TrafficClass: 0x20},
 			SL: 2, IsGlobal: true, Port: 1, StaticRate: 3},
 	}
@@ -77,7 +77,7 @@ func TestOptions(t *testing.T) {
 		t.Fatal("retry values")
 	}
 	for _, bad := range []Options{{RetryCount: 8}, {RNRRetryCount: -2}, {InitiatorDepth: 256}, {ResponderResources: -1},
-		{SendCQ: &uverbs.CQ{}}, {MaxInline: -1}, {CompChannel: &uverbs.CompChannel{}}} {
+		{SendCQ: &uverbs.CQ{}}, {MaxInline: -1}, {CompChannel: &uverbs.CompChannel{}}, {SendRNRRetry: 8}, {SendRNRRetry: -2}} {
 		if err := bad.validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
@@ -87,6 +87,10 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := DialUD(context.Background(), "10.0.0.1:1", &Options{PrivateData: make([]byte, 181)}); !errors.Is(err, ErrPrivateDataTooLong) {
 		t.Errorf("UD dial with 181 bytes of private data: %v", err)
+	}
+	// What the documentation says CompChannel needs is what validate asks.
+	if err := (&Options{CompChannel: &uverbs.CompChannel{}}).validate(); err == nil || !strings.Contains(err.Error(), "need Options.PD") {
+		t.Errorf("CompChannel without PD: %v, want the PD it needs named", err)
 	}
 	if _, err := Dial(context.Background(), "10.0.0.1:0", nil); err == nil || !strings.Contains(err.Error(), "non-zero port") {
 		t.Errorf("dial to port 0: %v", err)
@@ -134,5 +138,27 @@ func TestEventDecodeUsesThePortSpacesUnion(t *testing.T) {
 	}
 	if ev.String() != "RDMA_CM_EVENT_ESTABLISHED" {
 		t.Fatal(ev.String())
+	}
+}
+
+// Listen checks PrivateData's size before it opens anything (no RDMA
+// device is needed to fail), naming the listener's address; before, the
+// listener started and every accept failed, each peer seeing only
+// "REJECTED, reason 28".
+func TestListenChecksPrivateData(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		listen func(context.Context, string, *Options) (*Listener, error)
+		max    int
+	}{{"Listen", Listen, 196}, {"ListenUD", ListenUD, 136}} {
+		l, err := tc.listen(ctx, "10.0.0.1:7174", &Options{PrivateData: make([]byte, tc.max+1)})
+		if err == nil {
+			l.Close()
+			t.Fatalf("%s with %d bytes of private data succeeded", tc.name, tc.max+1)
+		}
+		if !errors.Is(err, ErrPrivateDataTooLong) || !strings.Contains(err.Error(), "10.0.0.1:7174") || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("%s with %d bytes of private data: %v, want ErrPrivateDataTooLong naming the address and the limit", tc.name, tc.max+1, err)
+		}
 	}
 }

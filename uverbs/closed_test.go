@@ -93,7 +93,7 @@ func (o *fakeObjects) closedCalls(t *testing.T, c *Context, udOpen bool) []close
 	openPD := &PD{ctx: c}
 	calls := []closedCall{
 		{"QP.Modify", func() error { return o.qp.Modify(&QPAttr{State: QPSRTS}, QPAttrState) }},
-		{"QP.Modify without state", func() error { return o.qp.Modify(&QPAttr{Qkey: 1}, QPAttrQkey) }},
+		{"QP.Modify without state", func() error { return o.qp.Modify(&QPAttr{QKey: 1}, QPAttrQKey) }},
 		{"QP.Query", func() error { _, err := o.qp.Query(); return err }},
 		{"QP.ModifyToInit", func() error { return o.qp.ModifyToInit(1, AccessLocalWrite, 0) }},
 		{"QP.Connect", func() error { return o.qp.Connect(Dest{QPN: 9, GID: GID{15: 1}}, 1, nil) }},
@@ -129,11 +129,11 @@ func (o *fakeObjects) closedCalls(t *testing.T, c *Context, udOpen bool) []close
 	}
 	if udOpen {
 		calls = append(calls, closedCall{"PostSend to a closed AH", func() error {
-			return o.ud.PostSend(SendWR{Opcode: WRSend, SGL: sge, AH: o.ah, RemoteQPN: 1, RemoteQkey: 1})
+			return o.ud.PostSend(SendWR{Opcode: WRSend, SGL: sge, AH: o.ah, RemoteQPN: 1, RemoteQKey: 1})
 		}})
 	} else {
 		calls = append(calls, closedCall{"UD QP.PostSend", func() error {
-			return o.ud.PostSend(SendWR{Opcode: WRSend, SGL: sge, AH: o.ah, RemoteQPN: 1, RemoteQkey: 1})
+			return o.ud.PostSend(SendWR{Opcode: WRSend, SGL: sge, AH: o.ah, RemoteQPN: 1, RemoteQKey: 1})
 		}})
 	}
 	return calls

@@ -30,9 +30,11 @@
 //     requests, which tells rxe to process its ring (QP.Doorbells counts them).
 //   - CQ.Poll copies completions out of the ring: no system call.
 //
-// None of these allocates. Waiting is done by arming the CQ (CQ.Arm) and
-// blocking in CompChannel.Wait, which parks the goroutine on the Go netpoller
-// and honours its context. Asynchronous events (QP errors, port changes, SRQ
+// None of these allocates. CQ.Wait (WaitCQs for several CQs) is the one
+// way to wait: it polls, and only when the CQ is empty arms it (CQ.Arm),
+// polls again and sleeps in CompChannel.Wait, which parks the goroutine on
+// the Go netpoller and honours its context; with completions already in the
+// ring it makes no system call and allocates nothing. Asynchronous events (QP errors, port changes, SRQ
 // limits) come from Context.WaitAsyncEvent the same way.
 //
 // # Concurrency

@@ -20,10 +20,12 @@ import (
 // netpoller until the kernel has one or ctx is done. It fails with ErrClosed
 // once the file is closed (the raw conn itself reports the poller's own
 // "use of closed file", which is not os.ErrClosed).
-func (e *eventFile) read(ctx context.Context, buf []byte) error {
+//
+// end, when not nil, ends the read as ctx does (a connection's lifetime).
+func (e *eventFile) read(ctx, end context.Context, buf []byte) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.readLocked(ctx, buf); err != nil {
+	if err := e.readLocked(ctx, end, buf); err != nil {
 		if e.closed.Load() || errors.Is(err, os.ErrClosed) {
 			return ErrClosed
 		}
@@ -32,15 +34,23 @@ func (e *eventFile) read(ctx context.Context, buf []byte) error {
 	return nil
 }
 
-func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
+func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if end != nil && end.Err() != nil {
+			return context.Cause(end)
+		}
 		if err := e.f.SetReadDeadline(time.Time{}); err != nil {
 			return err
 		}
-		stop := context.AfterFunc(ctx, func() { e.f.SetReadDeadline(time.Unix(1, 0)) })
+		wake := func() { e.f.SetReadDeadline(time.Unix(1, 0)) }
+		stop := context.AfterFunc(ctx, wake)
+		stopEnd := func() bool { return false }
+		if end != nil {
+			stopEnd = context.AfterFunc(end, wake)
+		}
 		var n int
 		var rerr error
 		err := e.rc.Read(func(fd uintptr) bool {
@@ -48,9 +58,10 @@ func (e *eventFile) readLocked(ctx context.Context, buf []byte) error {
 			return rerr != syscall.EAGAIN
 		})
 		stop()
+		stopEnd()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue // ctx is done (checked above) or a stale deadline fired
+				continue // ctx or end is done (checked above) or a stale deadline fired
 			}
 			return err
 		}
@@ -103,13 +114,21 @@ func (c *Context) CreateCompChannel() (*CompChannel, error) {
 	return ch, nil
 }
 
+// Context is the Context the channel was created on.
+func (ch *CompChannel) Context() *Context { return ch.ctx }
+
 // Wait is ibv_get_cq_event: it blocks until one of the channel's armed CQs
 // has a completion and returns that CQ (now disarmed: Arm it again, then Poll).
 // It returns ctx.Err() when ctx is done first.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
+	return ch.wait(ctx, nil)
+}
+
+// wait is Wait that also ends when end (if not nil) is done.
+func (ch *CompChannel) wait(ctx, end context.Context) (*CQ, error) {
 	ch.rmu.Lock()
 	defer ch.rmu.Unlock()
-	if err := ch.ev.read(ctx, abi.Bytes(&ch.buf)); err != nil {
+	if err := ch.ev.read(ctx, end, abi.Bytes(&ch.buf)); err != nil {
 		return nil, fmt.Errorf("wait for completion event: %w", err)
 	}
 	cq, ok := ch.ctx.lookup(ch.buf.CQHandle).(*CQ)
@@ -177,7 +196,7 @@ func (c *Context) WaitAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		return AsyncEvent{}, fmt.Errorf("wait async event: the kernel gave no async event fd: %w", ErrNotSupported)
 	}
 	var d abi.AsyncEventDesc
-	if err := c.async.read(ctx, abi.Bytes(&d)); err != nil {
+	if err := c.async.read(ctx, nil, abi.Bytes(&d)); err != nil {
 		return AsyncEvent{}, fmt.Errorf("wait async event: %w", err)
 	}
 	ev := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}

@@ -318,7 +318,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameHandle(t, "AH", closed, ah3.handle)
-		wr := SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{ud.mr.SGE(0, 16)}, AH: ah1, RemoteQPN: ud.qp.Num(), RemoteQkey: udQkey}
+		wr := SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{ud.mr.SGE(0, 16)}, AH: ah1, RemoteQPN: ud.qp.Num(), RemoteQKey: udQKey}
 		wantClosed(t, []closedCall{{"PostSend to the closed AH", func() error { return ud.qp.PostSend(wr) }}})
 		if ud.qp.Doorbells() != 0 {
 			t.Errorf("a send to a closed AH rang the doorbell")

@@ -116,7 +116,7 @@ func newEndpoint(t testing.TB, c *Context, pd *PD, e labEnv, o epOpts) *endpoint
 	}
 	qkey := uint32(0)
 	if o.typ == QPTypeUD {
-		qkey = udQkey
+		qkey = udQKey
 	}
 	if err := qp.ModifyToInit(1, o.access, qkey); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func newEndpoint(t testing.TB, c *Context, pd *PD, e labEnv, o epOpts) *endpoint
 	return &endpoint{qp: qp, cq: cq, mr: mr, buf: buf.Bytes(), gid: gid}
 }
 
-const udQkey = 0x11111111
+const udQKey = 0x11111111
 
 func (ep *endpoint) dest(psn uint32) Dest {
 	return Dest{QPN: ep.qp.Num(), PSN: psn, GID: ep.gid.GID}

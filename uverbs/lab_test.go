@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rdmago/rdmago/internal/rdmanl"
@@ -238,5 +239,15 @@ func TestLabAtomics(t *testing.T) {
 		if old, now := ne.Uint64(a.buf[8:]), ne.Uint64(b.buf[64:]); old != c.wantOld || now != c.wantNow {
 			t.Errorf("cas(%d→%d): returned %d, remote %d; want %d, %d", c.cmp, c.swap, old, now, c.wantOld, c.wantNow)
 		}
+	}
+	// A target that is not 8-byte aligned is refused before it reaches the
+	// device, as SendWR documents.
+	err := a.qp.PostSend(SendWR{ID: 9, Opcode: WRAtomicFetchAndAdd, Flags: SendSignaled, SGL: []SGE{a.mr.SGE(16, 8)},
+		RemoteAddr: b.mr.Addr() + 68, RKey: b.mr.RKey(), CompareAdd: 1})
+	if err == nil || !strings.Contains(err.Error(), "8-byte aligned") {
+		t.Errorf("misaligned fetch-add posted: %v, want refused", err)
+	}
+	if now := ne.Uint64(b.buf[64:]); now != 5 {
+		t.Errorf("after the misaligned fetch-add the aligned target holds %d, want 5", now)
 	}
 }

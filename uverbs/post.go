@@ -39,7 +39,15 @@ type SendWR struct {
 	RKey       uint32
 
 	// Atomics: CmpAndSwp compares with CompareAdd and swaps in Swap;
-	// FetchAndAdd adds CompareAdd; AtomicWrite writes CompareAdd.
+	// FetchAndAdd adds CompareAdd; AtomicWrite writes CompareAdd. Both are
+	// host byte order here. The target is one uint64 at RemoteAddr, which
+	// must be 8-byte aligned (PostSend refuses a misaligned one, as
+	// rdma-core's rxe provider does), in memory registered with
+	// AccessRemoteAtomic; the responder operates on it in its own byte
+	// order (binary.NativeEndian on the peer). CmpAndSwp and FetchAndAdd
+	// return the value the target held before, 8 bytes in this host's
+	// byte order (read them with binary.NativeEndian), into the first 8
+	// bytes of SGL, which must cover at least 8 bytes.
 	CompareAdd uint64
 	Swap       uint64
 
@@ -52,7 +60,7 @@ type SendWR struct {
 	// UD: where to send.
 	AH         *AH
 	RemoteQPN  uint32
-	RemoteQkey uint32
+	RemoteQKey uint32
 }
 
 // RecvWR is struct ibv_recv_wr without the list link. A UD receive buffer
@@ -129,7 +137,7 @@ func (qp *QP) postOne(wr *SendWR) error {
 		if wr.AH.closed.Load() { // its number may already name another AH
 			return errClosedAH
 		}
-		r.AHNum, r.RemoteQPN, r.RemoteQkey = wr.AH.num, wr.RemoteQPN, wr.RemoteQkey
+		r.AHNum, r.RemoteQPN, r.RemoteQKey = wr.AH.num, wr.RemoteQPN, wr.RemoteQKey
 	}
 	if qp.sigAll {
 		r.Flags |= abi.IB_SEND_SIGNALED

@@ -325,12 +325,12 @@ type QPAttr struct {
 	State           QPState
 	CurState        QPState
 	PathMTU         MTU
-	Qkey            uint32
+	QKey            uint32
 	RQPSN           uint32
 	SQPSN           uint32
 	DestQPN         uint32
 	AccessFlags     AccessFlags
-	PkeyIndex       uint16
+	PKeyIndex       uint16
 	Port            uint8
 	AH              AHAttr
 	MaxRdAtomic     uint8
@@ -354,9 +354,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return qp.modifyErr(attr, mask, ErrClosed)
 	}
 	req := abi.ModifyQP{
-		Dest: attr.AH.dest(), QPHandle: qp.handle, AttrMask: uint32(mask), Qkey: attr.Qkey,
+		Dest: attr.AH.dest(), QPHandle: qp.handle, AttrMask: uint32(mask), Qkey: attr.QKey,
 		RqPSN: attr.RQPSN, SqPSN: attr.SQPSN, DestQPNum: attr.DestQPN, QPAccessFlags: uint32(attr.AccessFlags),
-		PkeyIndex: attr.PkeyIndex, QPState: uint8(attr.State), CurQPState: uint8(attr.CurState),
+		PkeyIndex: attr.PKeyIndex, QPState: uint8(attr.State), CurQPState: uint8(attr.CurState),
 		PathMTU: uint8(attr.PathMTU), MaxRdAtomic: attr.MaxRdAtomic, MaxDestRdAtomic: attr.MaxDestRdAtomic,
 		MinRnrTimer: attr.MinRNRTimer, PortNum: attr.Port, Timeout: attr.Timeout, RetryCnt: attr.RetryCnt,
 		RnrRetry: attr.RNRRetry,
@@ -391,9 +391,9 @@ func (qp *QP) Query() (QPAttr, error) {
 	}
 	r := resp
 	return QPAttr{
-		State: QPState(r.QPState), CurState: QPState(r.CurQPState), PathMTU: MTU(r.PathMTU), Qkey: r.Qkey,
+		State: QPState(r.QPState), CurState: QPState(r.CurQPState), PathMTU: MTU(r.PathMTU), QKey: r.Qkey,
 		RQPSN: r.RqPSN, SQPSN: r.SqPSN, DestQPN: r.DestQPNum, AccessFlags: AccessFlags(r.QPAccessFlags),
-		PkeyIndex: r.PkeyIndex, Port: r.PortNum, AH: ahFromDest(&r.Dest), MaxRdAtomic: r.MaxRdAtomic,
+		PKeyIndex: r.PkeyIndex, Port: r.PortNum, AH: ahFromDest(&r.Dest), MaxRdAtomic: r.MaxRdAtomic,
 		MaxDestRdAtomic: r.MaxDestRdAtomic, MinRNRTimer: r.MinRnrTimer, Timeout: r.Timeout, RetryCnt: r.RetryCnt,
 		RNRRetry: r.RnrRetry, SQDraining: r.SqDraining != 0, SigAll: r.SqSigAll != 0,
 		Cap: QPCap{MaxSendWR: int(r.MaxSendWR), MaxRecvWR: int(r.MaxRecvWR), MaxSendSGE: int(r.MaxSendSGE),
@@ -404,10 +404,10 @@ func (qp *QP) Query() (QPAttr, error) {
 // ModifyToInit moves a QP from RESET to INIT on port (from 1). access says
 // what peers may do to this QP's memory (RC, UC); qkey is UD's queue key.
 func (qp *QP) ModifyToInit(port uint8, access AccessFlags, qkey uint32) error {
-	attr := QPAttr{State: QPSInit, Port: port, AccessFlags: access, Qkey: qkey}
-	mask := QPAttrState | QPAttrPkeyIndex | QPAttrPort
+	attr := QPAttr{State: QPSInit, Port: port, AccessFlags: access, QKey: qkey}
+	mask := QPAttrState | QPAttrPKeyIndex | QPAttrPort
 	if qp.typ == QPTypeUD {
-		mask |= QPAttrQkey
+		mask |= QPAttrQKey
 	} else {
 		mask |= QPAttrAccessFlags
 	}

@@ -54,7 +54,7 @@ type DeviceAttr struct {
 	MaxSRQ                int
 	MaxSRQWR              int
 	MaxSRQSGE             int
-	MaxPkeys              int
+	MaxPKeys              int
 	LocalCAAckDelay       uint8
 	PhysPortCnt           int
 	DeviceCapFlagsEx      uint64 // 0 when the kernel has no extended query
@@ -73,7 +73,7 @@ func deviceAttrFrom(r *abi.QueryDeviceResp) DeviceAttr {
 		MaxMcastGrp: int(r.MaxMcastGrp), MaxMcastQPAttach: int(r.MaxMcastQPAttach),
 		MaxTotalMcastQPAttach: int(r.MaxTotalMcastQPAttach), MaxFMR: int(r.MaxFMR), MaxMapPerFMR: int(r.MaxMapPerFMR),
 		MaxMW: int(r.MaxMW), MaxAH: int(r.MaxAH), MaxSRQ: int(r.MaxSRQ), MaxSRQWR: int(r.MaxSRQWR),
-		MaxSRQSGE: int(r.MaxSRQSGE), MaxPkeys: int(r.MaxPkeys), LocalCAAckDelay: r.LocalCAAckDelay,
+		MaxSRQSGE: int(r.MaxSRQSGE), MaxPKeys: int(r.MaxPkeys), LocalCAAckDelay: r.LocalCAAckDelay,
 		PhysPortCnt: int(r.PhysPortCnt),
 	}
 }
@@ -119,9 +119,9 @@ type PortAttr struct {
 	GIDTblLen     int
 	PortCapFlags  uint32
 	MaxMsgSz      uint32
-	BadPkeyCntr   uint32
-	QkeyViolCntr  uint32
-	PkeyTblLen    int
+	BadPKeyCntr   uint32
+	QKeyViolCntr  uint32
+	PKeyTblLen    int
 	LID           uint16
 	SMLID         uint16
 	LMC           uint8
@@ -154,9 +154,9 @@ func (p PortAttr) Rate() float64 {
 func portAttrFrom(r *abi.QueryPortResp) PortAttr {
 	return PortAttr{
 		State: PortState(r.State), MaxMTU: MTU(r.MaxMTU), ActiveMTU: MTU(r.ActiveMTU), GIDTblLen: int(r.GidTblLen),
-		PortCapFlags: r.PortCapFlags, MaxMsgSz: r.MaxMsgSz, PkeyTblLen: int(r.PkeyTblLen), LID: r.LID, SMLID: r.SmLID,
+		PortCapFlags: r.PortCapFlags, MaxMsgSz: r.MaxMsgSz, PKeyTblLen: int(r.PkeyTblLen), LID: r.LID, SMLID: r.SmLID,
 		LMC: r.LMC, ActiveWidth: r.ActiveWidth, ActiveSpeed: r.ActiveSpeed, PhysState: r.PhysState,
-		LinkLayer: LinkLayer(r.LinkLayer), Flags: r.Flags, BadPkeyCntr: r.BadPkeyCntr, QkeyViolCntr: r.QkeyViolCntr,
+		LinkLayer: LinkLayer(r.LinkLayer), Flags: r.Flags, BadPKeyCntr: r.BadPkeyCntr, QKeyViolCntr: r.QkeyViolCntr,
 		MaxVLNum: r.MaxVLNum, SMSL: r.SmSL, SubnetTimeout: r.SubnetTimeout, InitTypeReply: r.InitTypeReply,
 	}
 }

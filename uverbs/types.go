@@ -62,9 +62,9 @@ const (
 	QPAttrState           QPAttrMask = abi.IB_QP_STATE
 	QPAttrCurState        QPAttrMask = abi.IB_QP_CUR_STATE
 	QPAttrAccessFlags     QPAttrMask = abi.IB_QP_ACCESS_FLAGS
-	QPAttrPkeyIndex       QPAttrMask = abi.IB_QP_PKEY_INDEX
+	QPAttrPKeyIndex       QPAttrMask = abi.IB_QP_PKEY_INDEX
 	QPAttrPort            QPAttrMask = abi.IB_QP_PORT
-	QPAttrQkey            QPAttrMask = abi.IB_QP_QKEY
+	QPAttrQKey            QPAttrMask = abi.IB_QP_QKEY
 	QPAttrAV              QPAttrMask = abi.IB_QP_AV
 	QPAttrPathMTU         QPAttrMask = abi.IB_QP_PATH_MTU
 	QPAttrTimeout         QPAttrMask = abi.IB_QP_TIMEOUT
@@ -286,7 +286,7 @@ const (
 	EventPortActive       EventType = abi.IB_EVENT_PORT_ACTIVE
 	EventPortErr          EventType = abi.IB_EVENT_PORT_ERR
 	EventLIDChange        EventType = abi.IB_EVENT_LID_CHANGE
-	EventPkeyChange       EventType = abi.IB_EVENT_PKEY_CHANGE
+	EventPKeyChange       EventType = abi.IB_EVENT_PKEY_CHANGE
 	EventSMChange         EventType = abi.IB_EVENT_SM_CHANGE
 	EventSRQErr           EventType = abi.IB_EVENT_SRQ_ERR
 	EventSRQLimitReached  EventType = abi.IB_EVENT_SRQ_LIMIT_REACHED
@@ -318,7 +318,7 @@ func (e EventType) element() string {
 		return "wq"
 	case EventDeviceFatal:
 		return "device"
-	case EventPortActive, EventPortErr, EventLIDChange, EventPkeyChange, EventSMChange, EventClientReregister, EventGIDChange:
+	case EventPortActive, EventPortErr, EventLIDChange, EventPKeyChange, EventSMChange, EventClientReregister, EventGIDChange:
 		return "port"
 	}
 	return "qp"

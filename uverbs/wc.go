@@ -22,7 +22,7 @@ type WC struct {
 	QPNum        uint32 // the local QP
 	SrcQP        uint32 // UD receives: the sender's QP number
 	Flags        WCFlags
-	PkeyIndex    uint16
+	PKeyIndex    uint16
 	SLID         uint16
 	SL           uint8
 	DLIDPathBits uint8

@@ -15,7 +15,7 @@ import (
 // newLink wraps an rdma_cm connection for the protocols.
 func newLink(conn *cm.Conn, c *config) *ping.Link {
 	return &ping.Link{
-		QP: conn.QP(), PD: conn.PD(), SendCQ: conn.SendCQ(), RecvCQ: conn.RecvCQ(), Channel: conn.CompChannel(),
+		QP: conn.QP(), PD: conn.PD(), SendCQ: conn.SendCQ(), RecvCQ: conn.RecvCQ(), Wait: conn.Wait,
 		Done: conn.Done(), Err: conn.Err, RegMR: conn.RegMR, Logf: c.logf(), Debugf: c.debugf(),
 	}
 }

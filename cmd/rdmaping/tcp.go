@@ -137,7 +137,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
-	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Channel: ch, Logf: c.logf(), Debugf: c.debugf(),
+	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(),
 		RegMR: func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
 			mr, err := pd.RegMR(b, a)
 			if err == nil {

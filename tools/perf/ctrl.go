@@ -279,15 +279,13 @@ func (t *tcpTransport) Close() error { return t.c.Close() }
 // inside readMsg and writeMsg (whose wait allocates), while peek looks at
 // the receive CQ between spins without a system call.
 type cmTransport struct {
-	conn   *cm.Conn
-	buf    []byte
-	mr     *uverbs.MR
-	ctx    context.Context // ends when the connection does or on Close
-	cancel context.CancelFunc
-	stash  []uverbs.WC // receive completions polled but not read yet
-	wcs    []uverbs.WC
-	recv   uverbs.RecvWR
-	sge    []uverbs.SGE
+	conn  *cm.Conn
+	buf   []byte
+	mr    *uverbs.MR
+	stash []uverbs.WC // receive completions polled but not read yet
+	wcs   []uverbs.WC
+	recv  uverbs.RecvWR
+	sge   []uverbs.SGE
 }
 
 const (
@@ -327,18 +325,6 @@ func (t *cmTransport) postRecv(slot int) error {
 	return t.conn.QP().PostRecv(t.recv)
 }
 
-// start ties the transport's waits to the connection once it is up.
-func (t *cmTransport) start() {
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-t.conn.Done():
-			t.cancel()
-		case <-t.ctx.Done():
-		}
-	}()
-}
-
 // peek polls the receive CQ once, keeping what it finds for readMsg.
 func (t *cmTransport) peek() bool {
 	if len(t.stash) > 0 {
@@ -351,32 +337,16 @@ func (t *cmTransport) peek() bool {
 	return false
 }
 
-// await polls cq until it yields a completion, arming it and sleeping on
-// the completion channel when it is empty.
+// await waits for a completion of cq (cm.Conn.Wait: poll, arm, poll,
+// sleep on the completion channel); it fails when the connection ends.
 func (t *cmTransport) await(ctx context.Context, cq *uverbs.CQ) (uverbs.WC, error) {
-	ch := t.conn.CompChannel()
-	for {
-		if cq.Poll(t.wcs) == 1 {
-			return t.wcs[0], nil
+	if _, _, err := t.conn.Wait(ctx, t.wcs, cq); err != nil {
+		if ctx.Err() == nil && t.conn.Err() != nil {
+			return uverbs.WC{}, t.connErr()
 		}
-		if err := cq.Arm(false); err != nil {
-			return uverbs.WC{}, err
-		}
-		if cq.Poll(t.wcs) == 1 {
-			return t.wcs[0], nil
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(t.ctx, cancel)
-		_, err := ch.Wait(wctx)
-		stop()
-		cancel()
-		if err != nil {
-			if t.ctx.Err() != nil {
-				return uverbs.WC{}, t.connErr()
-			}
-			return uverbs.WC{}, err
-		}
+		return uverbs.WC{}, err
 	}
+	return t.wcs[0], nil
 }
 
 func (t *cmTransport) writeMsg(b []byte) error {
@@ -426,9 +396,6 @@ func (t *cmTransport) connErr() error {
 }
 
 func (t *cmTransport) Close() error {
-	if t.cancel != nil {
-		t.cancel()
-	}
 	if t.conn == nil {
 		return nil
 	}

@@ -348,7 +348,6 @@ func (s *session) dialCtrl(ctx context.Context) error {
 			return fmt.Errorf("rdma_cm connect to %s: %w", addr, err)
 		}
 		t.conn = c
-		t.start()
 		s.ctrl = newCtrl(t)
 		return nil
 	}
@@ -407,7 +406,6 @@ func (s *session) acceptCtrl(ctx context.Context, ln *listener) error {
 			return err
 		}
 		t.conn = c
-		t.start()
 		s.ctrl = newCtrl(t)
 		return nil
 	}

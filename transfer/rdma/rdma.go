@@ -81,7 +81,6 @@ type Transport struct {
 	qp       *uverbs.QP
 	sendCQ   *uverbs.CQ
 	recvCQ   *uverbs.CQ
-	ch       *uverbs.CompChannel
 	maxSlots int
 
 	// receive side
@@ -108,8 +107,6 @@ type Transport struct {
 	regions map[*region]struct{}
 	closed  bool
 
-	life     context.Context // canceled when the connection ends
-	lifeStop context.CancelFunc
 	once     sync.Once
 	closeErr error
 }
@@ -174,15 +171,7 @@ func (t *Transport) postRecv(qp *uverbs.QP, i int) error {
 // start takes over an established connection.
 func (t *Transport) start(c *cm.Conn) {
 	t.conn, t.qp = c, c.QP()
-	t.sendCQ, t.recvCQ, t.ch = c.SendCQ(), c.RecvCQ(), c.CompChannel()
-	t.life, t.lifeStop = context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-c.Done():
-		case <-t.life.Done():
-		}
-		t.lifeStop()
-	}()
+	t.sendCQ, t.recvCQ = c.SendCQ(), c.RecvCQ()
 }
 
 // Dial connects to a receiver at addr ("host:port"; the port defaults to
@@ -362,16 +351,7 @@ func (t *Transport) reap() int {
 	total := 0
 	for {
 		n := t.sendCQ.Poll(t.swc[:])
-		for i := range n {
-			wc := &t.swc[i]
-			t.outstanding--
-			if wc.WRID&wrCtl != 0 {
-				t.free = append(t.free, int(wc.WRID&0xffffffff))
-			}
-			if wc.Status != uverbs.WCSuccess && (t.err == nil || errors.Is(t.err, transfer.ErrPeerGone) && !wc.IsFlush()) {
-				t.err = t.wcErr(wc)
-			}
-		}
+		t.sent(t.swc[:n])
 		total += n
 		if n < len(t.swc) {
 			return total
@@ -379,37 +359,39 @@ func (t *Transport) reap() int {
 	}
 }
 
-// waitSend sleeps until a send completion arrives (or the connection ends).
-func (t *Transport) waitSend(ctx context.Context) error {
-	if err := t.sendCQ.Arm(false); err != nil {
-		return fmt.Errorf("arm send cq: %w", err)
+// sent accounts for send completions.
+func (t *Transport) sent(wcs []uverbs.WC) {
+	for i := range wcs {
+		wc := &wcs[i]
+		t.outstanding--
+		if wc.WRID&wrCtl != 0 {
+			t.free = append(t.free, int(wc.WRID&0xffffffff))
+		}
+		if wc.Status != uverbs.WCSuccess && (t.err == nil || errors.Is(t.err, transfer.ErrPeerGone) && !wc.IsFlush()) {
+			t.err = t.wcErr(wc)
+		}
 	}
-	if t.reap() > 0 {
-		return nil
-	}
-	return t.wait(ctx)
 }
 
-// wait sleeps on the completion channel until an armed CQ fires, ctx is
-// done, or the connection ends.
-func (t *Transport) wait(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(t.life, cancel)
-	_, err := t.ch.Wait(wctx)
-	stop()
-	cancel()
-	if err == nil {
-		return nil
+// waitSend sleeps until a send completion arrives (cm.Conn.Wait: poll, arm,
+// poll, sleep on the completion channel) or the connection ends.
+func (t *Transport) waitSend(ctx context.Context) error {
+	n, _, err := t.conn.Wait(ctx, t.swc[:], t.sendCQ)
+	if err != nil {
+		return t.waitErr(ctx, err)
 	}
+	t.sent(t.swc[:n])
+	return nil
+}
+
+// waitErr is the error of a wait that ended with no completion: ctx's, or,
+// once the connection ended (what completed before was returned first, and
+// the flushes that follow said the rest), ErrPeerGone.
+func (t *Transport) waitErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if t.life.Err() != nil {
-		// The connection ended; what completed before still counts, and
-		// the flushes that follow say the rest.
-		if t.reap() > 0 || len(t.rpend) > 0 || t.pollRecv() > 0 {
-			return nil
-		}
+	if t.conn.Err() != nil {
 		return t.peerErr(nil)
 	}
 	return fmt.Errorf("wait for completions: %w", err)
@@ -469,8 +451,9 @@ func (t *Transport) pollRecv() int {
 }
 
 // Receive implements transfer.Transport: ibv_poll_cq on the receive CQ,
-// and when it is empty ibv_req_notify_cq and ibv_get_cq_event (parked on
-// the netpoller, honouring ctx and the connection's end). The receive that
+// and when it is empty cm.Conn.Wait (ibv_req_notify_cq and
+// ibv_get_cq_event parked on the netpoller, honouring ctx and the
+// connection's end). The receive that
 // carried the previous arrival is posted again first (its buffer was Msg
 // until now).
 func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
@@ -502,15 +485,11 @@ func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
 		if err := ctx.Err(); err != nil {
 			return transfer.Arrival{}, err
 		}
-		if err := t.recvCQ.Arm(false); err != nil {
-			return transfer.Arrival{}, fmt.Errorf("arm receive cq: %w", err)
+		n, _, err := t.conn.Wait(ctx, t.rwc[:], t.recvCQ)
+		if err != nil {
+			return transfer.Arrival{}, t.waitErr(ctx, err)
 		}
-		if t.pollRecv() > 0 {
-			continue
-		}
-		if err := t.wait(ctx); err != nil {
-			return transfer.Arrival{}, err
-		}
+		t.rpend = t.rwc[:n]
 	}
 }
 
@@ -588,7 +567,7 @@ const closeDrain = 2 * time.Second
 // with them.
 func (t *Transport) Close() error {
 	t.once.Do(func() {
-		if t.conn != nil && t.life.Err() == nil && t.outstanding > 0 {
+		if t.conn != nil && t.conn.Err() == nil && t.outstanding > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), closeDrain)
 			t.Drain(ctx)
 			cancel()
@@ -606,9 +585,6 @@ func (t *Transport) Close() error {
 			if err := t.conn.Close(); err != nil {
 				errs = append(errs, err)
 			}
-		}
-		if t.lifeStop != nil {
-			t.lifeStop()
 		}
 		t.closeErr = errors.Join(errs...)
 	})

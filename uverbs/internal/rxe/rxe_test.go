@@ -179,7 +179,7 @@ func TestSendWQEAtomicUDInline(t *testing.T) {
 	}
 	// UD send.
 	slot = sq.Q.ProducerSlot()
-	if err := sq.Post(&SendWR{Opcode: abi.IB_WR_SEND, AHNum: 3, RemoteQPN: 0x11, RemoteQkey: 0x1234567}); err != nil {
+	if err := sq.Post(&SendWR{Opcode: abi.IB_WR_SEND, AHNum: 3, RemoteQPN: 0x11, RemoteQKey: 0x1234567}); err != nil {
 		t.Fatal(err)
 	}
 	b = unsafe.Slice((*byte)(slot), SendWQEHeader)

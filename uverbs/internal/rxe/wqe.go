@@ -44,7 +44,7 @@ type SendWR struct {
 	FlushLevel uint8  // FLUSH: enum ib_selectivity_level
 	AHNum      uint32 // UD
 	RemoteQPN  uint32 // UD
-	RemoteQkey uint32 // UD
+	RemoteQKey uint32 // UD
 	SGL        []abi.SGE
 	Inline     []byte // with IB_SEND_INLINE: the payload, copied into the WQE
 }
@@ -117,7 +117,7 @@ func (s *SendQueue) Post(wr *SendWR) error {
 		iova = 0
 		if s.UD {
 			d := (*abi.RxeWRUD)(u)
-			d.RemoteQPN, d.RemoteQkey, d.AHNum = wr.RemoteQPN, wr.RemoteQkey, wr.AHNum
+			d.RemoteQPN, d.RemoteQkey, d.AHNum = wr.RemoteQPN, wr.RemoteQKey, wr.AHNum
 		}
 	}
 	w.IOVA = iova

@@ -368,7 +368,7 @@ func writeDeviceAttrs(w io.Writer, d DeviceInfo, col int) {
 	if a.MaxSRQ != 0 {
 		ints(field{"max_srq_wr", a.MaxSRQWR}, field{"max_srq_sge", a.MaxSRQSGE})
 	}
-	ints(field{"max_pkeys", a.MaxPkeys}, field{"local_ca_ack_delay", int(a.LocalCAAckDelay)})
+	ints(field{"max_pkeys", a.MaxPKeys}, field{"local_ca_ack_delay", int(a.LocalCAAckDelay)})
 	kv(w, 1, "num_comp_vectors", col, itoa(d.Verbs.NumCompVectors))
 }
 
@@ -404,14 +404,14 @@ func writePort(w io.Writer, p sysfs.Port, pa *PortAttr, netdev string, verbose b
 		capMask, pkeys, gids := p.CapMask, p.PKeyTableLen, p.GIDTableLen
 		if pa != nil {
 			kv(w, 3, "max_msg_sz", col, fmt.Sprintf("0x%x", pa.MaxMsgSz))
-			capMask, pkeys, gids = pa.PortCapFlags, pa.PkeyTblLen, pa.GIDTblLen
+			capMask, pkeys, gids = pa.PortCapFlags, pa.PKeyTblLen, pa.GIDTblLen
 		}
 		kv(w, 3, "port_cap_flags", col, fmt.Sprintf("0x%08x", capMask))
 		if pa != nil {
 			kv(w, 3, "port_cap_flags2", col, fmt.Sprintf("0x%04x", pa.PortCapFlags2))
 			kv(w, 3, "max_vl_num", col, fmt.Sprintf("%s (%d)", vlString(pa.MaxVLNum), pa.MaxVLNum))
-			kv(w, 3, "bad_pkey_cntr", col, fmt.Sprintf("0x%x", pa.BadPkeyCntr))
-			kv(w, 3, "qkey_viol_cntr", col, fmt.Sprintf("0x%x", pa.QkeyViolCntr))
+			kv(w, 3, "bad_pkey_cntr", col, fmt.Sprintf("0x%x", pa.BadPKeyCntr))
+			kv(w, 3, "qkey_viol_cntr", col, fmt.Sprintf("0x%x", pa.QKeyViolCntr))
 		}
 		kv(w, 3, "sm_sl", col, itoa(int(p.SMSL)))
 		kv(w, 3, "pkey_tbl_len", col, itoa(pkeys))

@@ -238,7 +238,7 @@ func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
 		MaxRawIPv6QP: i("max_raw_ipv6_qp"), MaxRawEthyQP: i("max_raw_ethy_qp"), MaxMcastGrp: i("max_mcast_grp"),
 		MaxMcastQPAttach: i("max_mcast_qp_attach"), MaxTotalMcastQPAttach: i("max_total_mcast_qp_attach"),
 		MaxAH: i("max_ah"), MaxFMR: i("max_fmr"), MaxSRQ: i("max_srq"), MaxSRQWR: i("max_srq_wr"),
-		MaxSRQSGE: i("max_srq_sge"), MaxPkeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
+		MaxSRQSGE: i("max_srq_sge"), MaxPKeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
 	}
 	v := VerbsInfo{Device: a, NumCompVectors: i("num_comp_vectors")}
 	for pi, p := range d.Ports {
@@ -247,8 +247,8 @@ func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
 			Port: pi + 1, State: u8("state"), MaxMTU: u8("max_mtu"), ActiveMTU: u8("active_mtu"),
 			GIDTblLen: int(num(p, "gid_tbl_len")), PortCapFlags: uint32(num(p, "port_cap_flags")),
 			PortCapFlags2: uint16(num(p, "port_cap_flags2")), MaxMsgSz: uint32(num(p, "max_msg_sz")),
-			MaxVLNum: u8("max_vl_num"), BadPkeyCntr: uint32(num(p, "bad_pkey_cntr")),
-			QkeyViolCntr: uint32(num(p, "qkey_viol_cntr")), PkeyTblLen: int(num(p, "pkey_tbl_len")),
+			MaxVLNum: u8("max_vl_num"), BadPKeyCntr: uint32(num(p, "bad_pkey_cntr")),
+			QKeyViolCntr: uint32(num(p, "qkey_viol_cntr")), PKeyTblLen: int(num(p, "pkey_tbl_len")),
 			SubnetTimeout: u8("subnet_timeout"), InitTypeReply: u8("init_type_reply"),
 			LID: uint16(num(p, "port_lid")), SMLID: uint16(num(p, "sm_lid")), LMC: u8("port_lmc"),
 			ActiveWidth: u8("active_width"), ActiveSpeed: u8("active_speed"), PhysState: u8("phys_state"),

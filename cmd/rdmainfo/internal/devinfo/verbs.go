@@ -55,7 +55,7 @@ type DeviceAttr struct {
 	MaxSRQ                int    `json:"max_srq"`
 	MaxSRQWR              int    `json:"max_srq_wr"`
 	MaxSRQSGE             int    `json:"max_srq_sge"`
-	MaxPkeys              int    `json:"max_pkeys"`
+	MaxPKeys              int    `json:"max_pkeys"`
 	LocalCAAckDelay       uint8  `json:"local_ca_ack_delay"`
 	DeviceCapFlagsEx      uint64 `json:"device_cap_flags_ex,omitempty"`
 }
@@ -71,9 +71,9 @@ type PortAttr struct {
 	PortCapFlags2 uint16 `json:"port_cap_flags2"`
 	MaxMsgSz      uint32 `json:"max_msg_sz"`
 	MaxVLNum      uint8  `json:"max_vl_num"` // 1, 2, 3, 4, 5: 1, 2, 4, 8, 15 data VLs
-	BadPkeyCntr   uint32 `json:"bad_pkey_cntr"`
-	QkeyViolCntr  uint32 `json:"qkey_viol_cntr"`
-	PkeyTblLen    int    `json:"pkey_tbl_len"`
+	BadPKeyCntr   uint32 `json:"bad_pkey_cntr"`
+	QKeyViolCntr  uint32 `json:"qkey_viol_cntr"`
+	PKeyTblLen    int    `json:"pkey_tbl_len"`
 	SubnetTimeout uint8  `json:"subnet_timeout"`
 	InitTypeReply uint8  `json:"init_type_reply"`
 	LID           uint16 `json:"lid"`

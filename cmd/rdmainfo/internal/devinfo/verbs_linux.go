@@ -33,7 +33,7 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 			MaxSGERD: a.MaxSGERd, MaxCQ: a.MaxCQ, MaxCQE: a.MaxCQE, MaxMR: a.MaxMR, MaxPD: a.MaxPD,
 			MaxQPRdAtom: a.MaxQPRdAtom, MaxResRdAtom: a.MaxResRdAtom, MaxQPInitRdAtom: a.MaxQPInitRdAtom,
 			AtomicCap: a.AtomicCap, MaxMW: a.MaxMW, MaxAH: a.MaxAH, MaxSRQ: a.MaxSRQ, MaxSRQWR: a.MaxSRQWR,
-			MaxSRQSGE: a.MaxSRQSGE, MaxPkeys: a.MaxPkeys, LocalCAAckDelay: a.LocalCAAckDelay,
+			MaxSRQSGE: a.MaxSRQSGE, MaxPKeys: a.MaxPKeys, LocalCAAckDelay: a.LocalCAAckDelay,
 			MaxEERdAtom: a.MaxEERdAtom, MaxEEInitRdAtom: a.MaxEEInitRdAtom, MaxEE: a.MaxEE, MaxRDD: a.MaxRDD,
 			MaxRawIPv6QP: a.MaxRawIPv6QP, MaxRawEthyQP: a.MaxRawEthyQP, MaxMcastGrp: a.MaxMcastGrp,
 			MaxMcastQPAttach: a.MaxMcastQPAttach, MaxTotalMcastQPAttach: a.MaxTotalMcastQPAttach,
@@ -48,10 +48,10 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 		info.Ports = append(info.Ports, PortAttr{
 			Port: p, State: uint8(pa.State), MaxMTU: uint8(pa.MaxMTU), ActiveMTU: uint8(pa.ActiveMTU),
 			GIDTblLen: pa.GIDTblLen, PortCapFlags: pa.PortCapFlags, PortCapFlags2: pa.PortCapFlags2,
-			MaxMsgSz: pa.MaxMsgSz, PkeyTblLen: pa.PkeyTblLen, LID: pa.LID, SMLID: pa.SMLID, LMC: pa.LMC,
+			MaxMsgSz: pa.MaxMsgSz, PKeyTblLen: pa.PKeyTblLen, LID: pa.LID, SMLID: pa.SMLID, LMC: pa.LMC,
 			ActiveWidth: pa.ActiveWidth, ActiveSpeed: pa.ActiveSpeed, PhysState: pa.PhysState,
-			LinkLayer: uint8(pa.LinkLayer), MaxVLNum: pa.MaxVLNum, BadPkeyCntr: pa.BadPkeyCntr,
-			QkeyViolCntr: pa.QkeyViolCntr, SubnetTimeout: pa.SubnetTimeout, InitTypeReply: pa.InitTypeReply,
+			LinkLayer: uint8(pa.LinkLayer), MaxVLNum: pa.MaxVLNum, BadPKeyCntr: pa.BadPKeyCntr,
+			QKeyViolCntr: pa.QKeyViolCntr, SubnetTimeout: pa.SubnetTimeout, InitTypeReply: pa.InitTypeReply,
 		})
 	}
 	return info, nil

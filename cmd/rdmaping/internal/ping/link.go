@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -14,11 +13,13 @@ import (
 // Link is a connected QP and what the protocols need around it, however it
 // was connected (rdma_cm or an out-of-band TCP exchange).
 type Link struct {
-	QP      *uverbs.QP
-	PD      *uverbs.PD
-	SendCQ  *uverbs.CQ
-	RecvCQ  *uverbs.CQ
-	Channel *uverbs.CompChannel // nil: poll
+	QP     *uverbs.QP
+	PD     *uverbs.PD
+	SendCQ *uverbs.CQ
+	RecvCQ *uverbs.CQ
+	// Wait waits for completions of the link's CQs (cm.Conn.Wait, which
+	// also ends when the connection does); nil uses uverbs.WaitCQs.
+	Wait func(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error)
 	// Done is closed when the connection ends (the peer disconnected);
 	// Err says why. Nil for links without a CM.
 	Done <-chan struct{}
@@ -49,10 +50,12 @@ func (l *Link) debugf(f string, a ...any) {
 // while a completion was awaited.
 var ErrDisconnected = errors.New("peer disconnected")
 
-// Next returns the next work completion of the link's CQs. It waits on the
-// completion channel (arm, poll again, sleep on the netpoller) or, without
-// one, polls. A failed completion is returned with its error; a flushed
-// one after the peer disconnected gives ErrDisconnected.
+// Next returns the next work completion of the link's CQs. It waits with
+// Wait, or uverbs.WaitCQs on the link's CQs when Wait is nil (arm, poll
+// again, sleep on the completion channel; without one, poll). A failed
+// completion is returned with its error; a flushed one after the peer
+// disconnected, or an empty wait that the disconnect ended, gives
+// ErrDisconnected.
 func (l *Link) Next(ctx context.Context) (uverbs.WC, error) {
 	for {
 		if len(l.pending) > 0 {
@@ -66,58 +69,29 @@ func (l *Link) Next(ctx context.Context) (uverbs.WC, error) {
 			}
 			return wc, nil
 		}
-		if l.poll() > 0 {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return uverbs.WC{}, err
-		}
-		if l.Channel == nil {
-			select {
-			case <-l.Done:
-				if l.poll() == 0 {
-					return uverbs.WC{}, fmt.Errorf("%w: %v", ErrDisconnected, l.Err())
-				}
-			case <-time.After(50 * time.Microsecond):
-			}
-			continue
-		}
-		if err := l.arm(); err != nil {
-			return uverbs.WC{}, err
-		}
-		if l.poll() > 0 {
-			continue
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		if l.Done != nil {
-			stop := make(chan struct{})
-			go func() {
-				select {
-				case <-l.Done:
-					cancel()
-				case <-stop:
-				}
-			}()
-			_, err := l.Channel.Wait(wctx)
-			close(stop)
-			cancel()
-			if err != nil {
-				if l.ended() && ctx.Err() == nil {
-					if l.poll() > 0 {
-						continue
-					}
-					return uverbs.WC{}, fmt.Errorf("%w: %v", ErrDisconnected, l.Err())
-				}
-				return uverbs.WC{}, err
-			}
-			continue
-		}
-		_, err := l.Channel.Wait(wctx)
-		cancel()
+		n, err := l.wait(ctx)
 		if err != nil {
+			if ctx.Err() == nil && l.ended() {
+				return uverbs.WC{}, fmt.Errorf("%w: %v", ErrDisconnected, l.Err())
+			}
 			return uverbs.WC{}, err
 		}
+		l.pending = append(l.pending[:0], l.buf[:n]...)
 	}
+}
+
+func (l *Link) wait(ctx context.Context) (int, error) {
+	if l.Wait != nil {
+		n, _, err := l.Wait(ctx, l.buf[:])
+		return n, err
+	}
+	cqs := [2]*uverbs.CQ{l.SendCQ, l.RecvCQ}
+	all := cqs[:]
+	if l.RecvCQ == l.SendCQ {
+		all = cqs[:1]
+	}
+	n, _, err := uverbs.WaitCQs(ctx, nil, l.buf[:], all...)
+	return n, err
 }
 
 func (l *Link) ended() bool {
@@ -130,27 +104,6 @@ func (l *Link) ended() bool {
 	default:
 		return false
 	}
-}
-
-func (l *Link) poll() int {
-	n := l.SendCQ.Poll(l.buf[:])
-	l.pending = append(l.pending, l.buf[:n]...)
-	if l.RecvCQ != l.SendCQ {
-		m := l.RecvCQ.Poll(l.buf[:])
-		l.pending = append(l.pending, l.buf[:m]...)
-		n += m
-	}
-	return n
-}
-
-func (l *Link) arm() error {
-	if err := l.SendCQ.Arm(false); err != nil {
-		return err
-	}
-	if l.RecvCQ != l.SendCQ {
-		return l.RecvCQ.Arm(false)
-	}
-	return nil
 }
 
 // Await returns the next successful completion of opcode op. Receive

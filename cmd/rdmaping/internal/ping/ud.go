@@ -83,7 +83,7 @@ func (u *UD) Setup(l *Link, mtu int) error {
 func (u *UD) sends(ah *uverbs.AH, qpn, qkey uint32) error {
 	for i := 0; i < u.cfg.Count; i++ {
 		wr := uverbs.SendWR{ID: uint64(1000 + i), Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled,
-			SGL: u.send.SGE(u.cfg.Size), Imm: u.l.QP.Num(), AH: ah, RemoteQPN: qpn, RemoteQkey: qkey}
+			SGL: u.send.SGE(u.cfg.Size), Imm: u.l.QP.Num(), AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}
 		if err := u.l.QP.PostSend(wr); err != nil {
 			return fmt.Errorf("failed to post sends: %w", err)
 		}

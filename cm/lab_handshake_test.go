@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -383,7 +384,7 @@ func TestLabUD(t *testing.T) {
 		defer ah.Close()
 		n := copy(rb.buf, "datagram to client")
 		if err := c.QP().PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
-			SGL: []uverbs.SGE{rb.mr.SGE(0, n)}, AH: ah, RemoteQPN: wc.SrcQP, RemoteQkey: UDPQKey}); err != nil {
+			SGL: []uverbs.SGE{rb.mr.SGE(0, n)}, AH: ah, RemoteQPN: wc.SrcQP, RemoteQKey: UDPQKey}); err != nil {
 			return err
 		}
 		if _, err := waitWC(ctx, c.SendCQ()); err != nil {
@@ -416,7 +417,7 @@ func TestLabUD(t *testing.T) {
 		}
 		n := copy(sb.buf, "datagram to server")
 		if err := c.QP().PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled,
-			SGL: []uverbs.SGE{sb.mr.SGE(0, n)}, AH: c.AH(), RemoteQPN: c.RemoteQPN(), RemoteQkey: c.RemoteQKey()}); err != nil {
+			SGL: []uverbs.SGE{sb.mr.SGE(0, n)}, AH: c.AH(), RemoteQPN: c.RemoteQPN(), RemoteQKey: c.RemoteQKey()}); err != nil {
 			return err
 		}
 		if _, err := waitWC(ctx, c.SendCQ()); err != nil {
@@ -449,4 +450,100 @@ func TestLabContextCancelDuringConnect(t *testing.T) {
 		t.Fatalf("dial: %v", err)
 	}
 	checkNoLeaks(t, base)
+}
+
+// TestLabPrivateDataFunc: Options.PrivateDataFunc runs after Setup, with the
+// connection's PD and QP there, so the accept can advertise memory Setup
+// registered: the client reads it with RDMA READ at the address and rkey
+// the accept carried. The connect's private data is computed the same way,
+// and a result over the limit fails the accept and rejects the peer.
+func TestLabPrivateDataFunc(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 90*time.Second)
+	port := labPort(21)
+	secret := []byte("registered after the PD existed")
+	serve := func() error {
+		var mb msgBuf
+		setupRan := false
+		o := &Options{
+			Logf: testLogf(t), ReuseAddr: true,
+			Setup: func(c *Conn) error {
+				setupRan = true
+				mb = newMsgBuf(t, c, 64)
+				copy(mb.buf, secret)
+				return nil
+			},
+			PrivateDataFunc: func(c *Conn) ([]byte, error) {
+				if !setupRan || c.PD() == nil || c.QP() == nil || c.QP().State() != uverbs.QPSInit {
+					return nil, fmt.Errorf("PrivateDataFunc ran before Setup or without the QP in INIT")
+				}
+				return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, mb.mr.Addr()), mb.mr.RKey()), nil
+			},
+		}
+		l, err := Listen(ctx, e.Addr+":"+port, o)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		// The first request gets private data over the limit: its accept
+		// fails, the peer is rejected.
+		req, err := l.AcceptRequest(ctx)
+		if err != nil {
+			return err
+		}
+		big := *o
+		big.PrivateDataFunc = func(*Conn) ([]byte, error) { return make([]byte, MaxPrivateData("accept", PortSpaceTCP)+1), nil }
+		if c, err := req.Accept(ctx, &big); !errors.Is(err, ErrPrivateDataTooLong) {
+			if c != nil {
+				c.Close()
+			}
+			return fmt.Errorf("accept with oversize private data from PrivateDataFunc: %v, want ErrPrivateDataTooLong", err)
+		}
+		c, err := l.Accept(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if got := c.Peer().PrivateData; !bytes.HasPrefix(got, []byte("client qp ")) {
+			return fmt.Errorf("connect private data %q, want the client's computed one", got)
+		}
+		<-c.Done()
+		return c.Close()
+	}
+	client := func() error {
+		o := &Options{
+			Logf: testLogf(t), InitiatorDepth: 1,
+			PrivateDataFunc: func(c *Conn) ([]byte, error) { return fmt.Appendf(nil, "client qp %#x", c.QP().Num()), nil },
+		}
+		if c, err := dialRetry(ctx, e.Peer+":"+port, o); !errors.Is(err, ErrRejected) {
+			if c != nil {
+				c.Close()
+			}
+			return fmt.Errorf("dial answered by an accept that failed: %v, want ErrRejected", err)
+		}
+		c, err := dialRetry(ctx, e.Peer+":"+port, o)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		p := c.Peer().PrivateData
+		addr, rkey := binary.BigEndian.Uint64(p), binary.BigEndian.Uint32(p[8:])
+		dst := newMsgBuf(t, c, 64)
+		if err := c.QP().PostSend(uverbs.SendWR{ID: 1, Opcode: uverbs.WRRDMARead, Flags: uverbs.SendSignaled,
+			SGL: []uverbs.SGE{dst.mr.SGE(0, len(secret))}, RemoteAddr: addr, RKey: rkey}); err != nil {
+			return err
+		}
+		var wcs [1]uverbs.WC
+		if _, _, err := c.Wait(ctx, wcs[:], c.SendCQ()); err != nil {
+			return err
+		}
+		if err := wcs[0].Err(); err != nil {
+			return fmt.Errorf("RDMA READ of the advertised memory: %w", err)
+		}
+		if !bytes.Equal(dst.buf[:len(secret)], secret) {
+			return fmt.Errorf("read %q from the advertised memory, want %q", dst.buf[:len(secret)], secret)
+		}
+		return c.Close()
+	}
+	runRoles(t, e, serve, client)
 }

@@ -38,7 +38,7 @@ func TestLabUD(t *testing.T) {
 	}
 	fill(a.buf[:700], 17)
 	if err := a.qp.PostSend(SendWR{ID: 6, Opcode: WRSendWithImm, Flags: SendSignaled, Imm: 99, SGL: []SGE{a.mr.SGE(0, 700)},
-		AH: ah, RemoteQPN: b.qp.Num(), RemoteQkey: udQkey}); err != nil {
+		AH: ah, RemoteQPN: b.qp.Num(), RemoteQKey: udQKey}); err != nil {
 		t.Fatal(err)
 	}
 	a.wait(t, 1)
@@ -59,7 +59,7 @@ func TestLabUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := a.qp.PostSend(SendWR{ID: 8, Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{a.mr.SGE(0, 10)},
-		AH: ah, RemoteQPN: b.qp.Num(), RemoteQkey: udQkey + 1}); err != nil {
+		AH: ah, RemoteQPN: b.qp.Num(), RemoteQKey: udQKey + 1}); err != nil {
 		t.Fatal(err)
 	}
 	a.wait(t, 1)

@@ -1,0 +1,169 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/abi"
+	"golang.org/x/sys/unix"
+)
+
+// fakeProduce plays the kernel: one successful completion with wrid.
+func fakeProduce(cq *CQ, wrid uint64) {
+	*(*abi.WC)(cq.ring.Q.ProducerSlot()) = abi.WC{WrID: wrid}
+	cq.ring.Q.Produce()
+}
+
+// fakeChannelCQ is a CQ on an in-memory ring, tracked by a fake Context
+// (whose command fd is a pipe: Arm's command lands in cmds), with a
+// completion channel whose fd is a pipe too: the test plays the kernel's
+// completion event by writing the CQ's user handle to event.
+func fakeChannelCQ(t *testing.T) (cq *CQ, cmds, event int) {
+	t.Helper()
+	c, cmds := testContext(t)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := newEventFile(p[0], "fake completion channel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &CompChannel{ctx: c, fd: p[0], ev: ev}
+	cq = fakeCQ(16)
+	cq.ctx, cq.channel, cq.handle = c, ch, 7
+	if cq.uh, err = c.track(kindCQ, cq); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ev.Close()
+		unix.Close(p[1])
+	})
+	return cq, cmds, p[1]
+}
+
+func fakeEvent(t testing.TB, fd int, cq *CQ) {
+	d := abi.CompEventDesc{CQHandle: cq.uh}
+	if _, err := unix.Write(fd, abi.Bytes(&d)); err != nil {
+		t.Error(err)
+	}
+}
+
+// Completions already in the ring: Wait returns them with no system call
+// (the fake Context's command pipe stays empty) and no allocation.
+func TestWaitCompletionsThereNoSyscallNoAlloc(t *testing.T) {
+	cq, cmds, _ := fakeChannelCQ(t)
+	wcs := make([]WC, 4)
+	ctx := context.Background()
+	end, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	cqs := []*CQ{cq}
+	allocs := testing.AllocsPerRun(200, func() {
+		fakeProduce(cq, 1)
+		fakeProduce(cq, 2)
+		if n, err := cq.Wait(ctx, wcs); n != 2 || err != nil || wcs[1].WRID != 2 {
+			panic("Wait did not return the two completions")
+		}
+		fakeProduce(cq, 3)
+		if n, got, err := WaitCQs(ctx, end, wcs, cqs...); n != 1 || got != cq || err != nil {
+			panic("WaitCQs did not return the completion")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Wait with completions in the ring allocates %.1f times per call, want 0", allocs)
+	}
+	var b [64]byte
+	if n, err := unix.Read(cmds, b[:]); n > 0 || err != unix.EAGAIN {
+		t.Errorf("Wait with completions in the ring wrote a command (%d bytes, %v), want no system call", n, err)
+	}
+}
+
+// An empty CQ: Wait arms it (one REQ_NOTIFY_CQ command), sleeps on the
+// channel, and returns the completion once the event comes.
+func TestWaitArmsAndSleeps(t *testing.T) {
+	cq, cmds, event := fakeChannelCQ(t)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		fakeProduce(cq, 9)
+		fakeEvent(t, event, cq)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wcs := make([]WC, 4)
+	n, err := cq.Wait(ctx, wcs)
+	if n != 1 || err != nil || wcs[0].WRID != 9 {
+		t.Fatalf("Wait = %d, %v (%+v), want the one completion", n, err, wcs[0])
+	}
+	cmd := readCmd(t, cmds)
+	want := abi.ReqNotifyCQ{CQHandle: 7}
+	if got := cmd[8:]; string(got) != string(abi.Bytes(&want)) {
+		t.Errorf("Wait wrote command %x, want REQ_NOTIFY_CQ %x", cmd, abi.Bytes(&want))
+	}
+	if got := cq.compEvents; got != 1 {
+		t.Errorf("%d completion events counted, want 1", got)
+	}
+}
+
+// The wait ends with ctx, and with end (carrying end's cause), on an empty
+// CQ; completions already there are returned even then.
+func TestWaitEnds(t *testing.T) {
+	cq, _, _ := fakeChannelCQ(t)
+	wcs := make([]WC, 4)
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if n, err := cq.Wait(short, wcs); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait past its deadline = %d, %v, want DeadlineExceeded", n, err)
+	}
+
+	cause := errors.New("the peer disconnected")
+	end, stop := context.WithCancelCause(context.Background())
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		stop(cause)
+	}()
+	long, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	start := time.Now()
+	n, _, err := WaitCQs(long, end, wcs, cq)
+	if n != 0 || !errors.Is(err, cause) {
+		t.Errorf("WaitCQs when end is cancelled = %d, %v, want end's cause", n, err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("WaitCQs returned after %v, at the caller's deadline rather than end's", d)
+	}
+	fakeProduce(cq, 5)
+	if n, _, err := WaitCQs(long, end, wcs, cq); n != 1 || err != nil {
+		t.Errorf("WaitCQs after end with a completion there = %d, %v, want the completion", n, err)
+	}
+}
+
+// Without a channel Wait polls; several CQs must share one channel; a
+// closed CQ fails with ErrClosed.
+func TestWaitPollsAndChecks(t *testing.T) {
+	cq := fakeCQ(8)
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		fakeProduce(cq, 4)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	wcs := make([]WC, 2)
+	if n, err := cq.Wait(ctx, wcs); n != 1 || err != nil || wcs[0].WRID != 4 {
+		t.Errorf("Wait without a channel = %d, %v, want the completion", n, err)
+	}
+	other, _, _ := fakeChannelCQ(t)
+	if _, _, err := WaitCQs(ctx, nil, wcs, cq, other); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("WaitCQs on CQs of different channels: %v, want EINVAL", err)
+	}
+	if _, err := cq.Wait(ctx, nil); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Wait with no room: %v, want EINVAL", err)
+	}
+	closed := &CQ{}
+	if _, err := closed.Wait(ctx, wcs); !errors.Is(err, ErrClosed) {
+		t.Errorf("Wait on a closed CQ: %v, want ErrClosed", err)
+	}
+}
