@@ -1,5 +1,7 @@
 // Copyright 2026 The rdmago Authors.
 
+//go:build linux
+
 package cm
 
 import (

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // Wait is the one completion wait: it copies up to len(wcs) completions of
@@ -44,12 +44,12 @@ func (cq *CQ) Wait(ctx context.Context, wcs []WC) (int, error) {
 // or end is done.
 func WaitCQs(ctx, end context.Context, wcs []WC, cqs ...*CQ) (int, *CQ, error) {
 	if len(wcs) == 0 || len(cqs) == 0 {
-		return 0, nil, fmt.Errorf("wait for completions: need room for one completion and one CQ: %w", unix.EINVAL)
+		return 0, nil, fmt.Errorf("wait for completions: need room for one completion and one CQ: %w", syscall.EINVAL)
 	}
 	ch := cqs[0].channel
 	for _, cq := range cqs[1:] {
 		if cq.channel != ch {
-			return 0, nil, fmt.Errorf("wait for completions: the CQs have different completion channels (wait on each alone): %w", unix.EINVAL)
+			return 0, nil, fmt.Errorf("wait for completions: the CQs have different completion channels (wait on each alone): %w", syscall.EINVAL)
 		}
 	}
 	for spins := 0; ; spins++ {
