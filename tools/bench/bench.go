@@ -37,10 +37,15 @@ type Options struct {
 	lab.Options       // kernel, time limit, log; Nodes is ignored (see Topologies)
 	Topologies  []int // node counts to run: 1 and/or 2
 
-	Tests    []string // rdmaperf test names; atomic_lat runs FETCH_AND_ADD and CMP_AND_SWAP
-	BWSizes  []int    // message sizes of the bandwidth tests
-	LatSizes []int    // message sizes of write/send/read latency
-	Reps     int      // repetitions of every case, interleaved
+	Tests    []string      // rdmaperf test names; atomic_lat runs FETCH_AND_ADD and CMP_AND_SWAP
+	BWSizes  []int         // message sizes of the bandwidth tests
+	LatSizes []int         // message sizes of write/send/read latency
+	Reps     int           // repetitions of every case, interleaved (the minimum)
+	MaxReps  int           // cap of the adaptive repetitions (≤ Reps: no adaptive ones)
+	CIWidth  float64       // a case gets more repetitions while its 95 % interval is this wide or wider (relative)
+	Budget   time.Duration // no adaptive repetition starts past this much time on one topology (0: no limit)
+	Retries  int           // repetitions of a reference (perftest) run that hit a known glitch of the C tool
+	Short    bool          // the short mode (ShortOptions); recorded in the report
 
 	BWBytes    int64 // bytes per bandwidth run: iterations = BWBytes/size, clamped to [MinIters, MaxIters]
 	MinIters   int
@@ -68,6 +73,10 @@ func DefaultOptions() Options {
 		BWSizes:    []int{64, 4096, 65536},
 		LatSizes:   []int{2, 4096},
 		Reps:       3,
+		MaxReps:    12,
+		CIWidth:    0.05,
+		Budget:     40 * time.Minute,
+		Retries:    3,
 		BWBytes:    4 << 20,
 		MinIters:   100,
 		MaxIters:   2000,
@@ -80,6 +89,27 @@ func DefaultOptions() Options {
 		HostBench:  true,
 		OutDir:     "out/bench",
 	}
+}
+
+// ShortOptions is the short mode, `rdmalab bench --short`: one VM, six
+// cases that cover the known gaps (write/send bandwidth at 64 B and 4 KiB,
+// write/send latency at 2 B), at least 4 and at most 10 repetitions within
+// a 4-minute budget, no strace, cm or host runs. About 6 minutes under TCG
+// on a quiet host; made to compare a change before and after.
+func ShortOptions() Options {
+	o := DefaultOptions()
+	o.Timeout = 15 * time.Minute
+	o.Topologies = []int{1}
+	o.Tests = []string{"write_bw", "send_bw", "write_lat", "send_lat"}
+	o.BWSizes = []int{64, 4096}
+	o.LatSizes = []int{2}
+	o.Reps = 4
+	o.MaxReps = 10
+	o.Budget = 4 * time.Minute
+	o.Syscalls, o.ConnSetup, o.HostBench = false, false, false
+	o.Short = true
+	o.OutDir = "out/bench-short"
+	return o
 }
 
 // perftestProgram is the C counterpart of an rdmaperf test.
@@ -96,6 +126,9 @@ type benchCase struct {
 
 	Go []sample `json:"rdmago"`
 	C  []sample `json:"c"`
+
+	Reps int    `json:"reps"`           // repetitions run
+	Stop string `json:"stop,omitempty"` // why it got no more: "narrow", "cap", "budget"
 
 	Stats caseStats `json:"stats"`
 }
@@ -164,11 +197,17 @@ type Report struct {
 	Host       []hostBench       `json:"host_bench,omitempty"`
 	Profiles   map[string]string `json:"profiles,omitempty"` // test -> pprof -top
 	Failures   []failure         `json:"failures,omitempty"`
+	Glitches   []glitch          `json:"reference_glitches,omitempty"`
 	Elapsed    float64           `json:"elapsed_sec"`
 	Options    benchOptionsJSON  `json:"options"`
 }
 
 type benchOptionsJSON struct {
+	Short     bool     `json:"short,omitempty"`
+	MaxReps   int      `json:"max_reps"`
+	CIWidth   float64  `json:"ci_width_target"`
+	Budget    float64  `json:"budget_sec_per_topology"`
+	Retries   int      `json:"glitch_retries"`
 	Tests     []string `json:"tests"`
 	BWSizes   []int    `json:"bw_sizes"`
 	LatSizes  []int    `json:"lat_sizes"`
@@ -191,7 +230,8 @@ type bencher struct {
 	addr   []string
 	nodes  int
 	repo   string
-	flags  int // pair runs so far (names their flag files)
+	flags  int                                                       // pair runs so far (names their flag files)
+	run    func(c *benchCase, tool string, rep int) (*sample, error) // runCase; tests replace it
 	failMu sync.Mutex
 }
 
@@ -223,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	b.rep = &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
 		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{},
-		Options: benchOptionsJSON{Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
+		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
 	}
 	if err := b.checkTools(); err != nil {
 		return nil, err
@@ -252,6 +292,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func (o *Options) check() error {
 	if o.Reps < 1 {
 		return fmt.Errorf("--reps %d: at least one repetition", o.Reps)
+	}
+	if o.CIWidth <= 0 {
+		return fmt.Errorf("--ci-width %g: want a relative width above 0 (0.05 is 5 %%)", o.CIWidth)
+	}
+	if o.Retries < 0 {
+		return fmt.Errorf("--glitch-retries %d: want 0 or more", o.Retries)
 	}
 	if len(o.Topologies) == 0 {
 		return errors.New("--nodes: no topology to run (1, 2 or 1,2)")
@@ -441,35 +487,8 @@ func (b *bencher) topology(ctx context.Context, n int) error {
 		return err
 	}
 	cases := b.cases(n)
-	total := len(cases) * b.o.Reps * 2
-	done := 0
-	t0 := time.Now()
-	for rep := 0; rep < b.o.Reps; rep++ {
-		for i, c := range cases {
-			// Alternate which tool goes first so drift and warm-up hit both.
-			order := []string{"rdmago", "C"}
-			if (rep+i)%2 == 1 {
-				order[0], order[1] = order[1], order[0]
-			}
-			for _, tool := range order {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				s, err := b.runCase(c, tool, rep)
-				done++
-				if err != nil {
-					b.fail(fmt.Sprintf("%d node(s), %s %s %d B, rep %d", n, tool, caseName(c), c.Size, rep+1), err.Error())
-					continue
-				}
-				if tool == "rdmago" {
-					c.Go = append(c.Go, *s)
-				} else {
-					c.C = append(c.C, *s)
-				}
-				fmt.Fprintf(b.log, "rdmalab bench: [%d/%d %s] %d node(s) %-6s %-26s %8d B  %s = %.3f (%.1fs)\n",
-					done, total, time.Since(t0).Round(time.Second), n, tool, caseName(c), c.Size, c.Metric, s.Value, s.Wall)
-			}
-		}
+	if err := b.repeat(ctx, cases, n); err != nil {
+		return err
 	}
 	b.rep.Cases = append(b.rep.Cases, cases...)
 	if b.o.Syscalls {
@@ -483,6 +502,87 @@ func (b *bencher) topology(ctx context.Context, n int) error {
 	}
 	b.lab = nil
 	return l.Close()
+}
+
+// repeat runs the repetitions of a topology's cases: every case, both
+// tools back to back (which one goes first alternating), once per round.
+// After the first Reps rounds only the cases whose interval is still
+// CIWidth wide or wider take part, until MaxReps or the Budget.
+func (b *bencher) repeat(ctx context.Context, cases []*benchCase, n int) error {
+	t0 := time.Now()
+	maxReps := max(b.o.MaxReps, b.o.Reps)
+	var roundWall time.Duration // the last round's duration per case
+	for rep := 0; rep < maxReps; rep++ {
+		active := cases
+		if rep >= b.o.Reps {
+			active = nil
+			for _, c := range cases {
+				if c.Stop == "" && needsMore(c, b.o.CIWidth) {
+					active = append(active, c)
+				} else if c.Stop == "" {
+					c.Stop = "narrow"
+				}
+			}
+			if len(active) == 0 {
+				break
+			}
+			if b.o.Budget > 0 && time.Since(t0)+roundWall*time.Duration(len(active)) > b.o.Budget {
+				for _, c := range active {
+					c.Stop = "budget"
+				}
+				fmt.Fprintf(b.log, "rdmalab bench: %d node(s): budget %v reached after %d rounds; %d case(s) still wider than %.0f %%\n",
+					n, b.o.Budget, rep, len(active), 100*b.o.CIWidth)
+				break
+			}
+		}
+		r0 := time.Now()
+		for i, c := range active {
+			order := []string{"rdmago", "C"}
+			if (rep+i)%2 == 1 {
+				order[0], order[1] = order[1], order[0]
+			}
+			for _, tool := range order {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s, err := b.runChecked(c, tool, rep)
+				if err != nil {
+					if !errors.Is(err, errGlitch) {
+						b.fail(fmt.Sprintf("%d node(s), %s %s %d B, rep %d", n, tool, caseName(c), c.Size, rep+1), err.Error())
+					}
+					continue
+				}
+				if tool == "rdmago" {
+					c.Go = append(c.Go, *s)
+				} else {
+					c.C = append(c.C, *s)
+				}
+				fmt.Fprintf(b.log, "rdmalab bench: [rep %d/%d, %s] %d node(s) %-6s %-26s %8d B  %s = %.3f (%.1fs)\n",
+					rep+1, maxReps, time.Since(t0).Round(time.Second), n, tool, caseName(c), c.Size, c.Metric, s.Value, s.Wall)
+			}
+			c.Reps = rep + 1
+		}
+		roundWall = time.Since(r0) / time.Duration(len(active))
+		if rep+1 >= b.o.Reps {
+			var wide []string
+			for _, c := range active {
+				if ci := pairedRatioCI(pairedRatios(c)); ci.Width() >= b.o.CIWidth {
+					wide = append(wide, fmt.Sprintf("%s %s ±%.0f%%", caseName(c), sizeName(c.Size), 50*ci.Width()))
+				}
+			}
+			fmt.Fprintf(b.log, "rdmalab bench: %d node(s) after %d rounds, %d case(s) wider than %.0f %%: %s\n", n, rep+1, len(wide), 100*b.o.CIWidth, strings.Join(wide, ", "))
+		}
+	}
+	for _, c := range cases {
+		if c.Stop == "" {
+			if needsMore(c, b.o.CIWidth) {
+				c.Stop = "cap"
+			} else {
+				c.Stop = "narrow"
+			}
+		}
+	}
+	return nil
 }
 
 func caseName(c *benchCase) string {
@@ -728,6 +828,81 @@ func (b *bencher) pair(name string, srv, cli []string, wrap string) (string, tim
 	return body, outs[0].wall, nil
 }
 
+// glitch is a reference (perftest) run that hit a known glitch of the C
+// tool and was repeated.
+type glitch struct {
+	Case     string   `json:"case"` // "1 node(s), send_lat 2 B, rep 3"
+	Tries    int      `json:"tries"`
+	Reasons  []string `json:"reasons"`  // the matching line of each glitched try
+	Resolved bool     `json:"resolved"` // a later try gave a figure
+}
+
+// errGlitch marks a reference run given up after Retries glitched tries;
+// it is recorded in Report.Glitches, not as a failure.
+var errGlitch = errors.New("known glitch of the C tool")
+
+// cGlitches are known glitches of perftest under emulation: its
+// calibration of the cycle counter against gettimeofday fails its own
+// linearity check (get_cpu_mhz: "Correlation coefficient r^2: 0.47 < 0.9"),
+// after which it reports 0, inf, nan or nonsense for the whole run.
+var cGlitches = []*regexp.Regexp{
+	regexp.MustCompile(`Correlation coefficient r\^2: *[-\d.e+naif]+ *< *0\.9`),
+}
+
+// refGlitch returns the line of out that shows a known C-tool glitch, or "".
+func refGlitch(out string) string {
+	for _, re := range cGlitches {
+		if m := re.FindString(out); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// runChecked is runCase, with a reference run that hit a known glitch of
+// the C tool repeated up to Retries times (each try recorded in the
+// report's glitches). After that it returns errGlitch.
+func (b *bencher) runChecked(c *benchCase, tool string, rep int) (*sample, error) {
+	var g *glitch
+	for try := 0; ; try++ {
+		run := b.run
+		if run == nil {
+			run = b.runCase
+		}
+		s, err := run(c, tool, rep)
+		reason := ""
+		if tool == "C" && err != nil {
+			var ge glitchError
+			if errors.As(err, &ge) {
+				reason = ge.reason
+			}
+		}
+		if reason == "" {
+			if g != nil {
+				g.Resolved = err == nil
+				b.rep.Glitches = append(b.rep.Glitches, *g)
+			}
+			return s, err
+		}
+		if g == nil {
+			g = &glitch{Case: fmt.Sprintf("%d node(s), %s %s, rep %d", b.nodes, caseName(c), sizeName(c.Size), rep+1)}
+		}
+		g.Tries++
+		g.Reasons = append(g.Reasons, reason)
+		fmt.Fprintf(b.log, "rdmalab bench: %s: perftest glitch (%s), try %d of %d\n", g.Case, reason, try+1, b.o.Retries+1)
+		if try >= b.o.Retries {
+			b.rep.Glitches = append(b.rep.Glitches, *g)
+			return nil, fmt.Errorf("%s: %w after %d tries", g.Case, errGlitch, g.Tries)
+		}
+	}
+}
+
+// glitchError is a run whose output shows a known C-tool glitch; its
+// figures (if any) are not used.
+type glitchError struct{ reason string }
+
+func (e glitchError) Error() string { return "perftest glitch: " + e.reason }
+
 // runCase runs case c once with tool.
 func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
 	port := b.nextPort()
@@ -735,6 +910,15 @@ func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
 	cli := append(b.toolArgs(tool, c, b.nodes-1, port, c.Iters), b.addr[0])
 	name := fmt.Sprintf("%s-%s-%d-%s-rep%d", strings.ReplaceAll(caseName(c), " ", "-"), sizeLabel(c.Size), c.Size, tool, rep+1)
 	body, wall, err := b.pair(name, srv, cli, "")
+	if tool == "C" {
+		out := body
+		if err != nil {
+			out = err.Error()
+		}
+		if g := refGlitch(out); g != "" {
+			return nil, glitchError{g}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

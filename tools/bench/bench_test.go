@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -93,33 +94,46 @@ func TestParseCmtime(t *testing.T) {
 }
 
 func TestCaseStatsAndGoals(t *testing.T) {
-	bw := &benchCase{Test: "write_bw", Size: 4096,
-		Go: []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 12}, {Rep: 3, Value: 11}},
-		C:  []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 10}, {Rep: 3, Value: 11}}}
+	mk := func(test string, size int, g, c []float64) *benchCase {
+		bc := &benchCase{Test: test, Size: size}
+		for i := range g {
+			bc.Go = append(bc.Go, sample{Rep: i + 1, Value: g[i]})
+			bc.C = append(bc.C, sample{Rep: i + 1, Value: c[i]})
+		}
+		return bc
+	}
+	// Paired ratios 1, 1.2, 1: medians 11 and 10, geometric mean 1.0627,
+	// interval [0.818, 1.380] straddles 1.00.
+	bw := mk("write_bw", 4096, []float64{10, 12, 11}, []float64{10, 10, 11})
 	s := caseStatsOf(bw)
-	if s.GoMedian != 11 || s.CMedian != 10 || s.Ratio != 1.1 || s.RatioMin != 1 || s.RatioMax != 1.2 || s.Pairs != 3 {
+	if s.GoMedian != 11 || s.CMedian != 10 || !near(s.Ratio, 1.062659, 1e-5) || !near(s.CILo, 0.818128, 1e-5) || !near(s.CIHi, 1.380276, 1e-5) ||
+		!near(s.CIWidth, 1.380276/0.818128-1, 1e-4) || s.RatioMin != 1 || s.RatioMax != 1.2 || s.Pairs != 3 {
 		t.Errorf("stats %+v", s)
 	}
-	if s.Goal != "≥ 1.00" || s.Verdict != "met" {
+	if s.Goal != "≥ 1.00" || s.Verdict != "within noise" {
 		t.Errorf("goal %q %q", s.Goal, s.Verdict)
+	}
+	for _, c := range []struct {
+		name string
+		bc   *benchCase
+		want string
+	}{
+		{"bw 5 % ahead", mk("send_bw", 65536, []float64{10.5, 10.6, 10.4, 10.5}, []float64{10, 10, 10, 10}), "meets"},
+		{"bw 10 % behind", mk("read_bw", 4096, []float64{9.0, 9.2, 8.8}, []float64{10, 10, 10}), "misses"},
+		{"lat at par", mk("send_lat", 2, []float64{10, 10.1, 9.9}, []float64{10, 10, 10}), "meets"},
+		{"lat 10 % slower", mk("write_lat", 4096, []float64{11, 11.2, 10.9}, []float64{10, 10, 10}), "misses"},
+		{"lat 1.1, 1.1, 1.0", mk("write_lat", 2, []float64{11, 11, 10}, []float64{10, 10, 10}), "within noise"},
+		{"one pair", mk("write_lat", 2, []float64{11}, []float64{10}), "too few pairs"},
+	} {
+		if s := caseStatsOf(c.bc); s.Verdict != c.want {
+			t.Errorf("%s: %q, want %q (%+v)", c.name, s.Verdict, c.want, s)
+		}
 	}
 	// Small bandwidth messages have no goal.
 	small := *bw
 	small.Size = 64
 	if s := caseStatsOf(&small); s.Goal != "" || s.Verdict != "" {
 		t.Errorf("64 B: %+v", s)
-	}
-	// Latency: lower is better; 1.10 misses 1.05, but one rep's 1.0 puts
-	// the goal within the spread.
-	lat := &benchCase{Test: "write_lat", Size: 2,
-		Go: []sample{{Rep: 1, Value: 11}, {Rep: 2, Value: 11}, {Rep: 3, Value: 10}},
-		C:  []sample{{Rep: 1, Value: 10}, {Rep: 2, Value: 10}, {Rep: 3, Value: 10}}}
-	if s := caseStatsOf(lat); s.Goal != "≤ 1.05" || s.Ratio != 1.1 || s.Verdict != "within spread" {
-		t.Errorf("latency %+v", s)
-	}
-	lat.Go[2].Value = 12
-	if s := caseStatsOf(lat); s.Verdict != "not met" {
-		t.Errorf("latency %+v", s)
 	}
 	// A tool with no sample: no ratio, no verdict.
 	none := &benchCase{Test: "read_lat", Size: 2, C: []sample{{Rep: 1, Value: 3}}}
@@ -157,7 +171,11 @@ func TestPairScripts(t *testing.T) {
 
 func testReport() *Report {
 	r := &Report{Kernel: "6.1.0-56-amd64", Topologies: []int{1, 2}, Reps: 2, ClockMHz: map[string]string{"1 node(s), node 0": "2597.551"},
-		Options: benchOptionsJSON{Tests: []string{"write_bw", "write_lat"}, BWSizes: []int{64, 4096}, LatSizes: []int{2}}}
+		Options: benchOptionsJSON{MaxReps: 12, CIWidth: 0.05, Budget: 2400, Retries: 3, Tests: []string{"write_bw", "write_lat"}, BWSizes: []int{64, 4096}, LatSizes: []int{2}}}
+	r.Glitches = []glitch{
+		{Case: "1 node(s), send_lat 2 B, rep 3", Tries: 2, Reasons: []string{"Correlation coefficient r^2: 0.79 < 0.9", "Correlation coefficient r^2: 0.61 < 0.9"}, Resolved: true},
+		{Case: "1 node(s), send_bw 64 B, rep 1", Tries: 4, Reasons: []string{"a", "b", "c", "Correlation coefficient r^2: 0.47 < 0.9"}},
+	}
 	for _, n := range []int{1, 2} {
 		for _, size := range []int{64, 4096, 65536} {
 			c := &benchCase{Nodes: n, Test: "write_bw", Size: size, Iters: 100, Metric: "BW average [MB/sec]"}
@@ -170,7 +188,7 @@ func testReport() *Report {
 			r.Cases = append(r.Cases, c)
 		}
 		lat := &benchCase{Nodes: n, Test: "write_lat", Size: 2, Iters: 100, Metric: "t_typical [usec]",
-			Go: []sample{{Rep: 1, Value: 20}, {Rep: 2, Value: 22}}, C: []sample{{Rep: 1, Value: 19}, {Rep: 2, Value: 21}}}
+			Go: []sample{{Rep: 1, Value: 20}, {Rep: 2, Value: 22}}, C: []sample{{Rep: 1, Value: 19}, {Rep: 2, Value: 21}}, Stop: "cap"}
 		lat.Stats = caseStatsOf(lat)
 		r.Cases = append(r.Cases, lat)
 	}
@@ -187,9 +205,15 @@ func TestBenchMarkdown(t *testing.T) {
 	md := benchMarkdown(testReport())
 	for _, want := range []string{
 		"## One VM (rxe loopback)", "## Two VMs",
-		"| write_bw | 4 KiB | 100 | BW average [MB/sec] | 6.14 [4.10–8.19] | 5.53 [3.69–7.37] | **1.11** [1.11–1.11] | ≥ 1.00 met |",
-		"| write_lat | 2 B | 100 | t_typical [usec] | 21.0 [20.0–22.0] | 20.0 [19.0–21.0] | **1.05** [1.05–1.05] | ≤ 1.05 met |",
-		"BW ratio ≥ 1.00 from 4 KiB up (write/read/send) | 4 of 4 cases met",
+		"| write_bw | 4 KiB | 100 | BW average [MB/sec] | 6.14 [4.10–8.19] | 5.53 [3.69–7.37] | **1.111** [1.111–1.111] | 0.0 % | 2 | 1.11–1.11 | ≥ 1.00 | meets |",
+		"| write_lat | 2 B | 100 | t_typical [usec] | 21.0 [20.0–22.0] | 20.0 [19.0–21.0] | **1.050** [1.019–1.082] | 6.3 % (cap) | 2 | 1.05–1.05 | ≤ 1.05 | within noise |",
+		"BW ratio ≥ 1.00 from 4 KiB up (write/read/send) | 4 cases: 4 meet, 0 miss, 0 within noise",
+		"latency ratio ≤ 1.05 (t_typical), 2 B–4 KiB | 2 cases: 0 meet, 0 miss, 2 within noise",
+		"Student's t-interval on the mean of their logarithms",
+		"at most 12 in all, none started past 2400 s per topology) while its interval was 5 % wide or wider",
+		"| 1 node(s), send_lat 2 B, rep 3 | 2 | repeated, then measured | `Correlation coefficient r^2: 0.61 < 0.9` |",
+		"| 1 node(s), send_bw 64 B, rep 1 | 4 | given up: no pair for this repetition | `Correlation coefficient r^2: 0.47 < 0.9` |",
+		"go run ./cmd/rdmalab bench --kernel 6.1 --nodes 1,2 --reps 2 --max-reps 12 --ci-width 0.05",
 		"lab: 0 heap allocations in 1200 operations over 12 measured loops",
 		"doorbells per post: at most 1.000",
 		"1 VM write_bw: rdmaperf 1.000/op vs ib_write_bw 1.000/op",
@@ -260,6 +284,8 @@ func TestOptionsCheck(t *testing.T) {
 		func(o *Options) { o.Tests = []string{"conn_time"} },
 		func(o *Options) { o.BWSizes = []int{0} },
 		func(o *Options) { o.LatIters = 2 },
+		func(o *Options) { o.CIWidth = 0 },
+		func(o *Options) { o.Retries = -1 },
 	} {
 		o := DefaultOptions()
 		mod(&o)
@@ -290,5 +316,22 @@ func TestBenchCases(t *testing.T) {
 	}
 	if two := b.cases(2); two[len(two)-1].Iters != o.LatIters2 {
 		t.Errorf("two-VM latency iterations %d, want %d", two[len(two)-1].Iters, o.LatIters2)
+	}
+}
+
+func TestShortOptions(t *testing.T) {
+	o := ShortOptions()
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.Short || o.Syscalls || o.ConnSetup || o.HostBench || len(o.Topologies) != 1 || o.Topologies[0] != 1 || o.Budget <= 0 || o.MaxReps <= o.Reps {
+		t.Errorf("short options %+v", o)
+	}
+	var names []string
+	for _, c := range (&bencher{o: o}).cases(1) {
+		names = append(names, fmt.Sprintf("%s %d", caseName(c), c.Size))
+	}
+	if got := strings.Join(names, ", "); got != "write_bw 64, write_bw 4096, send_bw 64, send_bw 4096, write_lat 2, send_lat 2" {
+		t.Errorf("short cases: %s", got)
 	}
 }

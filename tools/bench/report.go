@@ -13,10 +13,10 @@ import (
 	"strings"
 )
 
-// The report: medians over the repetitions, the spread (min–max) of each
-// tool, and the ratio rdmago/C of the medians with the range of the per-rep
-// ratios (each rep's two runs were interleaved, so pairing them by rep
-// cancels slow drift of the machine).
+// The report: medians over the repetitions and the spread (min–max) of
+// each tool; the ratio rdmago/C is the geometric mean of the per-repetition
+// paired ratios with its 95 % t-interval (stats.go), and the verdict
+// against the goal comes from that interval.
 
 // caseStats summarises one case.
 type caseStats struct {
@@ -26,12 +26,15 @@ type caseStats struct {
 	CMedian  float64 `json:"c_median"`
 	CMin     float64 `json:"c_min"`
 	CMax     float64 `json:"c_max"`
-	Ratio    float64 `json:"ratio"` // rdmago median / C median
+	Ratio    float64 `json:"ratio"`    // geometric mean of the paired ratios rdmago/C
+	CILo     float64 `json:"ci95_lo"`  // 95 % t-interval of Ratio (log scale); 0 with < 2 pairs
+	CIHi     float64 `json:"ci95_hi"`  //
+	CIWidth  float64 `json:"ci_width"` // CIHi/CILo − 1; 0 without an interval
 	RatioMin float64 `json:"ratio_min"`
 	RatioMax float64 `json:"ratio_max"`
 	Pairs    int     `json:"pairs"`
 	Goal     string  `json:"goal,omitempty"`    // "≥ 1.00", "≤ 1.05"
-	Verdict  string  `json:"verdict,omitempty"` // "met", "not met", "within spread"
+	Verdict  string  `json:"verdict,omitempty"` // "meets", "misses", "within noise", "too few pairs"
 }
 
 func median(v []float64) float64 {
@@ -78,39 +81,19 @@ func caseStatsOf(c *benchCase) caseStats {
 	if len(cv) > 0 {
 		s.CMedian, s.CMin, s.CMax = median(cv), slices.Min(cv), slices.Max(cv)
 	}
-	if s.GoMedian > 0 && s.CMedian > 0 {
-		s.Ratio = s.GoMedian / s.CMedian
+	pr := pairedRatios(c)
+	ci := pairedRatioCI(pr)
+	s.Pairs, s.Ratio, s.CILo, s.CIHi = ci.N, ci.Ratio, ci.Lo, ci.Hi
+	if w := ci.Width(); !math.IsInf(w, 0) {
+		s.CIWidth = w
 	}
-	byRep := map[int]float64{}
-	for _, x := range c.C {
-		byRep[x.Rep] = x.Value
-	}
-	s.RatioMin, s.RatioMax = math.Inf(1), math.Inf(-1)
-	for _, x := range c.Go {
-		if cval, ok := byRep[x.Rep]; ok && cval > 0 {
-			r := x.Value / cval
-			s.RatioMin, s.RatioMax = min(s.RatioMin, r), max(s.RatioMax, r)
-			s.Pairs++
-		}
-	}
-	if s.Pairs == 0 {
-		s.RatioMin, s.RatioMax = 0, 0
+	if len(pr) > 0 {
+		s.RatioMin, s.RatioMax = slices.Min(pr), slices.Max(pr)
 	}
 	goal, higher, limit := goalOf(c)
 	s.Goal = goal
-	if goal != "" && s.Ratio > 0 {
-		met := s.Ratio >= limit
-		if !higher {
-			met = s.Ratio <= limit
-		}
-		switch {
-		case met:
-			s.Verdict = "met"
-		case higher && s.RatioMax >= limit, !higher && s.RatioMin <= limit:
-			s.Verdict = "within spread"
-		default:
-			s.Verdict = "not met"
-		}
+	if goal != "" && s.Pairs > 0 {
+		s.Verdict = verdict(ci, higher, limit)
 	}
 	return s
 }
@@ -168,8 +151,18 @@ func benchMarkdown(r *Report) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# rdmago (rdmaperf) vs rdma-core (perftest)\n\n")
-	p("Both tools ran in the same guests of the same boot, one after the other for every case and repetition (the order alternating), on %s. ", r.Kernel)
-	p("Figures are medians of %d repetitions with the spread (min–max) in brackets; the ratio is rdmago/C of the medians, with the range of the per-repetition ratios. ", r.Reps)
+	if r.Options.Short {
+		p("**Short mode** (`rdmalab bench --short`): a handful of cases to compare a change before and after; it reports and never fails on speed.\n\n")
+	}
+	p("Both tools ran in the same guests of the same boot, on %s. Every repetition runs each case with both tools back to back (which one goes first alternating), so host drift hits both alike and every repetition gives one paired ratio. ", r.Kernel)
+	p("Figures are medians over the repetitions with the spread (min–max) in brackets. ")
+	p("The ratio rdmago/C is the geometric mean of the paired ratios; its 95 %% confidence interval is Student's t-interval on the mean of their logarithms (mean ± t(0.975, n−1)·sd/√n, exponentiated), and n is the number of pairs. ")
+	p("After %d repetitions a case got more (at most %d in all", r.Reps, r.Options.MaxReps)
+	if r.Options.Budget > 0 {
+		p(", none started past %.0f s per topology", r.Options.Budget)
+	}
+	p(") while its interval was %.0f %% wide or wider (hi/lo − 1). ", 100*r.Options.CIWidth)
+	p("Verdict: \"meets\" when the whole interval is on the goal's side, \"misses\" when the whole interval is on the other side, \"within noise\" only when it straddles the goal. ")
 	p("Bandwidth is perftest's \"BW average\" in MB/sec (MiB/s); latency is t_typical (the median sample) in µs. ")
 	p("Absolute figures under software emulation (TCG) mean little; the ratios are the point.\n\n")
 	p("| | |\n|---|---|\n")
@@ -199,17 +192,21 @@ func benchMarkdown(r *Report) string {
 			continue
 		}
 		p("## %s\n\n", strings.ToUpper(topoName(n)[:1])+topoName(n)[1:])
-		p("| test | size | iters | metric | rdmago | perftest (C) | ratio rdmago/C | goal |\n|---|---:|---:|---|---|---|---|---|\n")
+		p("| test | size | iters | metric | rdmago | perftest (C) | ratio rdmago/C [95 %% CI] | CI width | n | per-rep ratios | goal | verdict |\n|---|---:|---:|---|---|---|---|---:|---:|---|---|---|\n")
 		for _, c := range cs {
 			s := c.Stats
-			goal := ""
-			if s.Goal != "" {
-				goal = s.Goal + " " + s.Verdict
+			ci, width := "", "–"
+			if s.Pairs >= 2 {
+				ci = fmt.Sprintf(" [%.3f–%.3f]", s.CILo, s.CIHi)
+				width = fmt.Sprintf("%.1f %%", 100*s.CIWidth)
+				if c.Stop == "cap" || c.Stop == "budget" {
+					width += " (" + c.Stop + ")"
+				}
 			}
-			p("| %s | %s | %d | %s | %s [%s–%s] | %s [%s–%s] | **%.2f** [%.2f–%.2f] | %s |\n",
+			p("| %s | %s | %d | %s | %s [%s–%s] | %s [%s–%s] | **%.3f**%s | %s | %d | %.2f–%.2f | %s | %s |\n",
 				caseName(c), sizeName(c.Size), c.Iters, c.Metric,
 				fig(s.GoMedian), fig(s.GoMin), fig(s.GoMax), fig(s.CMedian), fig(s.CMin), fig(s.CMax),
-				s.Ratio, s.RatioMin, s.RatioMax, goal)
+				s.Ratio, ci, width, s.Pairs, s.RatioMin, s.RatioMax, s.Goal, s.Verdict)
 		}
 		p("\n")
 	}
@@ -286,6 +283,20 @@ func benchMarkdown(r *Report) string {
 		}
 	}
 
+	if len(r.Glitches) > 0 {
+		p("## Reference runs repeated (perftest glitches)\n\n")
+		p("A perftest run whose output shows a known glitch of the C tool under emulation (its cycle-counter calibration failing its own check, \"Correlation coefficient r^2 < 0.9\", after which its figures are 0, inf or nonsense) was repeated, up to %d times; its figures were not used. These are not failures of the bench.\n\n", r.Options.Retries)
+		p("| run | glitched tries | outcome | glitch |\n|---|---:|---|---|\n")
+		for _, g := range r.Glitches {
+			out := "repeated, then measured"
+			if !g.Resolved {
+				out = "given up: no pair for this repetition"
+			}
+			p("| %s | %d | %s | `%s` |\n", g.Case, g.Tries, out, g.Reasons[len(g.Reasons)-1])
+		}
+		p("\n")
+	}
+
 	if len(r.Failures) > 0 {
 		p("## Failures\n\n")
 		for _, f := range r.Failures {
@@ -293,8 +304,13 @@ func benchMarkdown(r *Report) string {
 		}
 		p("\n")
 	}
-	p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --nodes %s --reps %d --tests %s --bw-sizes %s --lat-sizes %s\n```\n",
-		strings.SplitN(r.Kernel, ".0-", 2)[0], joinInts(r.Topologies), r.Reps, strings.Join(r.Options.Tests, ","), joinInts(r.Options.BWSizes), joinInts(r.Options.LatSizes))
+	kernel := strings.SplitN(r.Kernel, ".0-", 2)[0]
+	if r.Options.Short {
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short --kernel %s\n```\n", kernel)
+	} else {
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s\n```\n",
+			kernel, joinInts(r.Topologies), r.Reps, r.Options.MaxReps, r.Options.CIWidth, strings.Join(r.Options.Tests, ","), joinInts(r.Options.BWSizes), joinInts(r.Options.LatSizes))
+	}
 	return b.String()
 }
 
@@ -310,16 +326,15 @@ func joinInts(v []int) string {
 func goalLines(r *Report) [][2]string {
 	var out [][2]string
 	summarise := func(name string, pick func(*benchCase) bool) {
-		var met, total int
+		var total int
+		count := map[string]int{}
 		var worst *benchCase
 		for _, c := range r.Cases {
 			if !pick(c) || c.Stats.Goal == "" || c.Stats.Ratio == 0 {
 				continue
 			}
 			total++
-			if c.Stats.Verdict == "met" {
-				met++
-			}
+			count[c.Stats.Verdict]++
 			if worst == nil || (strings.HasSuffix(c.Test, "_bw") && c.Stats.Ratio < worst.Stats.Ratio) || (!strings.HasSuffix(c.Test, "_bw") && c.Stats.Ratio > worst.Stats.Ratio) {
 				worst = c
 			}
@@ -327,9 +342,12 @@ func goalLines(r *Report) [][2]string {
 		if total == 0 {
 			return
 		}
-		res := fmt.Sprintf("%d of %d cases met", met, total)
+		res := fmt.Sprintf("%d cases: %d meet, %d miss, %d within noise", total, count[verdictMeets], count[verdictMisses], count[verdictNoise])
+		if k := count[verdictNoPairs]; k > 0 {
+			res += fmt.Sprintf(", %d too few pairs", k)
+		}
 		if worst != nil {
-			res += fmt.Sprintf("; worst: %s %s on %d VM: %.2f [%.2f–%.2f]", caseName(worst), sizeName(worst.Size), worst.Nodes, worst.Stats.Ratio, worst.Stats.RatioMin, worst.Stats.RatioMax)
+			res += fmt.Sprintf("; worst: %s %s on %d VM: %.3f [95 %% CI %.3f–%.3f]", caseName(worst), sizeName(worst.Size), worst.Nodes, worst.Stats.Ratio, worst.Stats.CILo, worst.Stats.CIHi)
 		}
 		out = append(out, [2]string{name, res})
 	}
