@@ -67,6 +67,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.ConnCount, "conn-count", o.ConnCount, "connections timed per tool")
 	fs.BoolVar(&o.HostBench, "host", o.HostBench, "run the host post+poll benchmark (go test -bench PostPoll ./uverbs)")
 	fs.BoolVar(&o.Profile, "profile", false, "record pprof CPU profiles of rdmaperf in the guest and include the top functions")
+	fs.StringVar(&o.Compare, "compare", "", "a previous run's `report.json`: show its ratios and intervals next to this run's")
 	fs.StringVar(&o.OutDir, "out", o.OutDir, "`DIR` for report.md, report.json, bw.png (and the built rdmaperf)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: rdmalab bench [flags]\n\nBoots the lab (one VM, then two) and runs rdmaperf and perftest in the same guests,\ninterleaved and repeated, then writes a report (Markdown, JSON, PNG chart) to --out.\nThe default run takes minutes under TCG; widen it with -bw-sizes, -reps, -bw-bytes.")

@@ -46,6 +46,7 @@ type Options struct {
 	Budget   time.Duration // no adaptive repetition starts past this much time on one topology (0: no limit)
 	Retries  int           // repetitions of a reference (perftest) run that hit a known glitch of the C tool
 	Short    bool          // the short mode (ShortOptions); recorded in the report
+	Compare  string        // a previous report.json: the report shows its ratios next to this run's
 
 	BWBytes    int64 // bytes per bandwidth run: iterations = BWBytes/size, clamped to [MinIters, MaxIters]
 	MinIters   int
@@ -199,6 +200,8 @@ type Report struct {
 	Profiles   map[string]string `json:"profiles,omitempty"` // test -> pprof -top
 	Failures   []failure         `json:"failures,omitempty"`
 	Glitches   []glitch          `json:"reference_glitches,omitempty"`
+	Before     *Report           `json:"-"` // Options.Compare, read back
+	BeforeFile string            `json:"compared_with,omitempty"`
 	Elapsed    float64           `json:"elapsed_sec"`
 	Options    benchOptionsJSON  `json:"options"`
 }
@@ -265,6 +268,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
 		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{},
 		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
+	}
+	if o.Compare != "" {
+		before, err := readReport(o.Compare)
+		if err != nil {
+			return nil, err
+		}
+		b.rep.Before, b.rep.BeforeFile = before, o.Compare
 	}
 	if err := b.checkTools(); err != nil {
 		return nil, err

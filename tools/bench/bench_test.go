@@ -335,3 +335,40 @@ func TestShortOptions(t *testing.T) {
 		t.Errorf("short cases: %s", got)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	before := testReport()
+	before.Date = "2026-11-20T00:00:00Z"
+	if err := writeBenchReport(before, dir); err != nil {
+		t.Fatal(err)
+	}
+	old, err := readReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testReport()
+	now.Before, now.BeforeFile = old, "before/report.json"
+	// One VM write_bw 4 KiB: rdmago now 20 % faster in both pairs.
+	for _, c := range now.Cases {
+		if c.Nodes == 1 && c.Test == "write_bw" && c.Size == 4096 {
+			for i := range c.Go {
+				c.Go[i].Value *= 1.2
+			}
+			c.Stats = caseStatsOf(c)
+		}
+	}
+	md := benchMarkdown(now)
+	for _, want := range []string{
+		"## Against before/report.json (2026-11-20T00:00:00Z)",
+		"| 1 VM | write_bw | 4 KiB | 1.111 [1.111–1.111] | 1.333 [1.333–1.333] | ratio up |",
+		"| 1 VM | write_bw | 64 KiB | 1.111 [1.111–1.111] | 1.111 [1.111–1.111] | none beyond the noise |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if _, err := readReport(filepath.Join(dir, "report.md")); err == nil {
+		t.Error("report.md read as a report.json")
+	}
+}

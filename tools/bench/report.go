@@ -98,6 +98,59 @@ func caseStatsOf(c *benchCase) caseStats {
 	return s
 }
 
+// readReport reads a report.json a previous run wrote (--compare).
+func readReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--compare: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("--compare %s: not a report.json of rdmalab bench: %w", path, err)
+	}
+	return &r, nil
+}
+
+// sameCase says whether two cases are the same comparison.
+func sameCase(a, b *benchCase) bool {
+	return a.Nodes == b.Nodes && a.Test == b.Test && a.Atomic == b.Atomic && a.Size == b.Size
+}
+
+// compareLines renders this run's ratios against a previous run's, case by
+// case: the change is called only when the two 95 % intervals do not
+// overlap.
+func compareLines(r *Report) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("## Against %s (%s)\n\n", r.BeforeFile, r.Before.Date)
+	p("A change is called only where the two 95 %% intervals do not overlap.\n\n")
+	p("| topology | test | size | before [95 %% CI] | now [95 %% CI] | change |\n|---|---|---:|---|---|---|\n")
+	for _, c := range r.Cases {
+		var old *benchCase
+		for _, o := range r.Before.Cases {
+			if sameCase(o, c) {
+				old = o
+			}
+		}
+		if old == nil {
+			continue
+		}
+		o, n := old.Stats, c.Stats
+		change := "none beyond the noise"
+		switch {
+		case o.Pairs < 2 || n.Pairs < 2:
+			change = "too few pairs"
+		case n.CILo > o.CIHi:
+			change = "ratio up"
+		case n.CIHi < o.CILo:
+			change = "ratio down"
+		}
+		p("| %d VM | %s | %s | %.3f [%.3f–%.3f] | %.3f [%.3f–%.3f] | %s |\n", c.Nodes, caseName(c), sizeName(c.Size), o.Ratio, o.CILo, o.CIHi, n.Ratio, n.CILo, n.CIHi, change)
+	}
+	p("\n")
+	return b.String()
+}
+
 // writeBenchReport writes report.json, report.md and bw.png into dir.
 func writeBenchReport(r *Report, dir string) error {
 	j, err := json.MarshalIndent(r, "", "  ")
@@ -180,6 +233,10 @@ func benchMarkdown(r *Report) string {
 		p("| %s | %s |\n", line[0], line[1])
 	}
 	p("\n")
+
+	if r.Before != nil {
+		p("%s", compareLines(r))
+	}
 
 	for _, n := range r.Topologies {
 		var cs []*benchCase
