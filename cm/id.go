@@ -37,6 +37,8 @@ type ID struct {
 
 	mu     sync.Mutex
 	queue  []Event
+	reqs   int           // CONNECT_REQUESTs in queue (a listener's backlog in use)
+	limit  int           // a listener's backlog (Listen), 0 before
 	notify chan struct{} // closed and replaced whenever the queue grows
 	err    error         // set when the ID is closed or its channel failed
 	hook   func(Event)   // runs on the channel goroutine for each event
@@ -117,10 +119,23 @@ func (id *ID) fail(err error) {
 	id.mu.Unlock()
 }
 
-func (id *ID) markClosed() { id.fail(ErrClosed) }
+// markClosed fails the ID with ErrClosed and discards the events not yet
+// taken, returning them: after Close no waiter may see an event that was
+// queued before it.
+func (id *ID) markClosed() []Event {
+	id.mu.Lock()
+	id.err = ErrClosed
+	dropped := id.queue
+	id.queue, id.reqs = nil, 0
+	close(id.notify)
+	id.notify = make(chan struct{})
+	id.mu.Unlock()
+	return dropped
+}
 
 // WaitEvent returns the ID's next event, waiting for one until ctx is done.
-// It fails with ErrClosed once the ID is closed and its queue is empty.
+// It fails with ErrClosed once the ID is closed: Close discards the events
+// not yet taken.
 func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 	for {
 		id.mu.Lock()
@@ -128,6 +143,9 @@ func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 			ev := id.queue[0]
 			id.queue[0] = Event{}
 			id.queue = id.queue[1:]
+			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST {
+				id.reqs--
+			}
 			id.mu.Unlock()
 			return ev, nil
 		}
@@ -188,7 +206,9 @@ func (id *ID) exec(cmd uint32, body abi.UCMBody, buf []byte) error {
 // Close is rdma_destroy_id: it destroys the kernel's id (the kernel sends a
 // DREQ for a connection still established and frees what is left) and
 // checks that every event the kernel reported was delivered. Destroy the
-// QP first. Waiters get ErrClosed. It is idempotent.
+// QP first. Waiters, and every later WaitEvent, get ErrClosed: the events
+// not yet taken are discarded, and the connection requests among them (a
+// listener's) are rejected and their IDs destroyed. It is idempotent.
 func (id *ID) Close() error {
 	id.closeOnce.Do(func() {
 		id.mu.Lock()
@@ -197,7 +217,12 @@ func (id *ID) Close() error {
 		if !already {
 			id.closeErr = id.ch.destroy(id)
 		}
-		id.markClosed()
+		for _, ev := range id.markClosed() {
+			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST && ev.ID != nil && ev.ID != id {
+				ev.ID.Reject(nil, 0)
+				ev.ID.Close()
+			}
+		}
 	})
 	return id.closeErr
 }
