@@ -172,8 +172,10 @@ func (id *ID) pending() int {
 }
 
 // await waits for one of the events in want with status 0. Other events end
-// the wait with an *EventError, except TIMEWAIT_EXIT and ADDR_CHANGE of
-// earlier connections, which are skipped.
+// the wait with an *EventError, except TIMEWAIT_EXIT of earlier connections
+// and ADDR_CHANGE (the bound address moved to another netdev or port; the
+// kernel sends it to listeners too, and an accept loop must not end on it),
+// which are skipped.
 func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Event, error) {
 	for {
 		ev, err := id.WaitEvent(ctx)
@@ -186,7 +188,7 @@ func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Ev
 		if slices.Contains(want, ev.Type) && ev.Status == 0 {
 			return ev, nil
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT {
+		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT || ev.Type == abi.RDMA_CM_EVENT_ADDR_CHANGE {
 			continue
 		}
 		return ev, eventError(op, addr, ev)

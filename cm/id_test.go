@@ -236,6 +236,36 @@ func TestCloseRejectsQueuedRequests(t *testing.T) {
 	}
 }
 
+// A listener that sees ADDR_CHANGE (or a TIMEWAIT_EXIT) keeps serving: the
+// next Accept returns the next request; DEVICE_REMOVAL still ends it.
+func TestListenerSkipsAddrChange(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	l, err := Listen(ctx, "10.0.0.1:7174", &Options{Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk := l.ID().Handle()
+	f.queue(lk, abi.RDMA_CM_EVENT_ADDR_CHANGE, 0, nil)
+	f.queue(lk, abi.RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nil)
+	kid := f.connRequest(lk, nil)
+	r, err := l.AcceptRequest(ctx)
+	if err != nil {
+		t.Fatalf("accept after ADDR_CHANGE: %v", err)
+	}
+	if r.ID.Handle() != kid {
+		t.Fatalf("request for id %d, want %d", r.ID.Handle(), kid)
+	}
+	if err := r.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	f.queue(lk, abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	if _, err := l.AcceptRequest(ctx); !errors.Is(err, ErrDeviceRemoved) {
+		t.Fatalf("accept after DEVICE_REMOVAL: %v, want ErrDeviceRemoved", err)
+	}
+}
+
 func TestOrphanConnectRequestIsDestroyed(t *testing.T) {
 	ch, f := newFakeChannel(t)
 	l, _ := ch.CreateID(PortSpaceTCP)
