@@ -44,8 +44,10 @@ type ID struct {
 	hook   func(Event)   // runs on the channel goroutine for each event
 	remote ConnParam     // the CONNECT_REQUEST's parameters (passive IDs)
 
-	disconnected chan struct{} // closed at DISCONNECTED
-	removed      chan struct{} // closed at DEVICE_REMOVAL
+	disconnected chan struct{} // closed at DISCONNECTED, after the hook ran
+	removed      chan struct{} // closed at DEVICE_REMOVAL, after the hook ran
+	sawDisc      bool          // DISCONNECTED queued (mu)
+	sawRem       bool          // DEVICE_REMOVAL queued (mu)
 	discOnce     sync.Once
 	remOnce      sync.Once
 	closeOnce    sync.Once
@@ -71,39 +73,55 @@ func (id *ID) PortSpace() PortSpace { return id.ps }
 // Channel is the channel the ID lives on.
 func (id *ID) Channel() *Channel { return id.ch }
 
-// Disconnected is closed when a DISCONNECTED event arrives for the ID.
+// Disconnected is closed when a DISCONNECTED event arrives for the ID
+// (for a Conn's ID, once Conn.Err reports it).
 func (id *ID) Disconnected() <-chan struct{} { return id.disconnected }
 
-// Removed is closed when a DEVICE_REMOVAL event arrives for the ID.
+// Removed is closed when a DEVICE_REMOVAL event arrives for the ID (for a
+// Conn's ID, once Conn.Err reports it).
 func (id *ID) Removed() <-chan struct{} { return id.removed }
 
 // setHook installs fn, which the channel goroutine calls for every later
-// event of the ID after queueing it. fn runs with the channel's lock held:
-// it must not block or call back into this package (start a goroutine for
-// that); verbs calls (moving a QP to the error state) are fine.
-func (id *ID) setHook(fn func(Event)) {
+// event of the ID after queueing it and before closing Disconnected or
+// Removed. fn runs with the channel's lock held: it must not block or call
+// back into this package (start a goroutine for that); verbs calls (moving
+// a QP to the error state) are fine. It reports whether DISCONNECTED and
+// DEVICE_REMOVAL came before fn was installed (fn does not see those).
+func (id *ID) setHook(fn func(Event)) (disc, rem bool) {
 	id.mu.Lock()
 	id.hook = fn
+	disc, rem = id.sawDisc, id.sawRem
 	id.mu.Unlock()
+	return disc, rem
 }
 
-// push queues ev and wakes waiters. It runs on the channel goroutine with
-// ch.mu held.
+// push queues ev, wakes waiters and runs the hook. It runs on the channel
+// goroutine with ch.mu held. Disconnected and Removed close only after the
+// hook has run, so whoever sees them closed sees what the hook recorded
+// (a Conn's Err and Done).
 func (id *ID) push(ev Event) {
 	id.mu.Lock()
 	id.queue = append(id.queue, ev)
+	switch ev.Type {
+	case abi.RDMA_CM_EVENT_CONNECT_REQUEST:
+		id.reqs++
+	case abi.RDMA_CM_EVENT_DISCONNECTED:
+		id.sawDisc = true
+	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+		id.sawRem = true
+	}
 	close(id.notify)
 	id.notify = make(chan struct{})
 	hook := id.hook
 	id.mu.Unlock()
+	if hook != nil {
+		hook(ev)
+	}
 	switch ev.Type {
 	case abi.RDMA_CM_EVENT_DISCONNECTED:
 		id.discOnce.Do(func() { close(id.disconnected) })
 	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
 		id.remOnce.Do(func() { close(id.removed) })
-	}
-	if hook != nil {
-		hook(ev)
 	}
 }
 

@@ -633,3 +633,60 @@ func TestConnCloseWaitsForDisconnected(t *testing.T) {
 		t.Fatal("the id was not destroyed after the timeout")
 	}
 }
+
+// TestConnErrBeforeRemovedCloses: a reader that sees ID.Removed (or
+// Disconnected) closed sees Conn.Err report it. The test holds the Conn's
+// state lock while the event arrives, so the hook cannot record it: the
+// channel must not close meanwhile (it used to close first, and the lab's
+// TestLabZZDeviceRemoval once saw "connection ended with <nil>").
+func TestConnErrBeforeRemovedCloses(t *testing.T) {
+	for _, tc := range []struct {
+		typ  EventType
+		want error
+		done func(*ID) <-chan struct{}
+	}{
+		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, ErrDeviceRemoved, (*ID).Removed},
+		{abi.RDMA_CM_EVENT_DISCONNECTED, ErrDisconnected, (*ID).Disconnected},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			ch, f := newFakeChannel(t)
+			id, _ := ch.CreateID(PortSpaceTCP)
+			c := newConn(id, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
+			c.established()
+			defer c.Close()
+			c.stateMu.Lock()
+			f.queue(id.Handle(), tc.typ, 0, nil)
+			select {
+			case <-tc.done(id):
+				c.stateMu.Unlock()
+				t.Fatalf("%v: the ID's channel closed before the Conn recorded the event (Err was nil)", tc.typ)
+			case <-time.After(100 * time.Millisecond):
+			}
+			c.stateMu.Unlock()
+			<-tc.done(id)
+			if err := c.Err(); !errors.Is(err, tc.want) {
+				t.Fatalf("Err after %v: %v, want %v", tc.typ, err, tc.want)
+			}
+		})
+	}
+}
+
+// An event that came before the Conn was established is handed to it by
+// established, exactly once.
+func TestConnSeesEventBeforeEstablished(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	<-id.Removed()
+	c := newConn(id, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
+	c.established()
+	defer c.Close()
+	if !errors.Is(c.Err(), ErrDeviceRemoved) {
+		t.Fatalf("Err: %v, want ErrDeviceRemoved", c.Err())
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+}
