@@ -433,15 +433,42 @@ func (id *ID) QueryRoute() (Route, error) {
 
 // Listen is rdma_listen: the bound ID starts accepting connection requests,
 // which GetRequest returns. backlog bounds the requests not yet taken (0 or
-// less means the kernel's maximum, sysctl net.rdma_ucm.max_backlog).
+// less, or more than the kernel's maximum, means that maximum: sysctl
+// net.rdma_ucm.max_backlog). The channel reads every event at once, so the
+// kernel's own count never fills: the ID enforces the backlog itself, and
+// a request that finds backlog requests queued is rejected at once
+// (REJECTED at the peer, reason consumer-defined, private data
+// BacklogFullData) and its kernel id destroyed; Stats.Overflows counts them.
 func (id *ID) Listen(backlog int) error {
 	if backlog < 0 {
 		backlog = 0
 	}
+	limit := ucmMaxBacklog()
+	if backlog > 0 && backlog < limit {
+		limit = backlog
+	}
+	id.mu.Lock()
+	id.limit = limit
+	id.mu.Unlock()
 	if err := id.exec(abi.RDMA_USER_CM_CMD_LISTEN, &abi.UCMListen{ID: id.kid, Backlog: uint32(backlog)}, nil); err != nil {
+		id.mu.Lock()
+		id.limit = 0
+		id.mu.Unlock()
 		return fmt.Errorf("rdma_cm listen: %w", err)
 	}
 	return nil
+}
+
+// BacklogFullData is the private data of the reject a listener sends for a
+// connection request beyond its backlog.
+var BacklogFullData = []byte("rdma_cm: listen backlog full")
+
+// backlogFull reports whether the listener holds as many requests not yet
+// taken as its backlog allows. It runs on the channel goroutine.
+func (id *ID) backlogFull() bool {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.limit > 0 && id.reqs >= id.limit
 }
 
 // GetRequest waits for the next CONNECT_REQUEST on a listening ID (the

@@ -690,3 +690,67 @@ func TestConnSeesEventBeforeEstablished(t *testing.T) {
 		t.Fatal("Done not closed")
 	}
 }
+
+// TestListenBacklogRejectsExcess: the channel reads every event, so the
+// kernel's backlog count never fills; requests beyond the listener's
+// backlog are rejected at once with BacklogFullData and their kernel ids
+// destroyed, and taking a request frees a place.
+func TestListenBacklogRejectsExcess(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	l, err := Listen(ctx, "10.0.0.1:7174", &Options{Channel: ch, Backlog: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk := l.ID().Handle()
+	var kids []uint32
+	for range 5 {
+		kids = append(kids, f.connRequest(lk, nil))
+	}
+	waitFor(t, func() bool { return ch.Stats().Events == 5 })
+	rejects := func() (ids []uint32) {
+		for _, c := range f.commands(abi.RDMA_USER_CM_CMD_REJECT) {
+			b := c.Body.(*abi.UCMReject)
+			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], BacklogFullData) || b.Reason != 0 {
+				t.Errorf("reject of %d: reason %d, data %q", b.ID, b.Reason, b.PrivateData[:b.PrivateDataLen])
+			}
+			ids = append(ids, b.ID)
+		}
+		return ids
+	}
+	if got := rejects(); len(got) != 3 || got[0] != kids[2] || got[2] != kids[4] {
+		t.Fatalf("rejected %v, want the last 3 of %v", got, kids)
+	}
+	if s := ch.Stats(); s.Overflows != 3 || s.IDs != 3 {
+		t.Fatalf("stats %+v, want 3 overflows and 3 ids (listener + backlog of 2)", s)
+	}
+	if n := f.live(); n != 3 {
+		t.Fatalf("%d kernel ids live, want 3", n)
+	}
+	r, err := l.AcceptRequest(ctx)
+	if err != nil || r.ID.Handle() != kids[0] {
+		t.Fatalf("accept: %v (%v)", err, r)
+	}
+	defer r.Reject(nil)
+	// One place is free now: the next request is queued, the one after is not.
+	k6, k7 := f.connRequest(lk, nil), f.connRequest(lk, nil)
+	waitFor(t, func() bool { return ch.Stats().Events == 7 })
+	if got := rejects(); len(got) != 4 || got[3] != k7 {
+		t.Fatalf("rejected %v, want %d added", got, k7)
+	}
+	if n := l.ID().pending(); n != 2 {
+		t.Fatalf("%d requests queued, want 2 (%d and %d)", n, kids[1], k6)
+	}
+	// Closing the listener destroys the queued requests: events_reported
+	// on the listener still matches (rejected requests were delivered).
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.live(); n != 0 {
+		t.Fatalf("%d kernel ids left", n)
+	}
+}
