@@ -31,7 +31,7 @@ type CQ struct {
 	mem     []byte
 	ring    rxe.CQ
 
-	handleLock // also held by Resize
+	handleLock          // also held by Resize
 	gate       dataGate // Poll inside; Close shuts it before unmapping the ring
 
 	compEvents uint32 // events delivered through the channel

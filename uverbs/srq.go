@@ -28,7 +28,7 @@ type SRQ struct {
 	maxWR  int
 	maxSGE int
 
-	handleLock // also held by modify
+	handleLock          // also held by modify
 	gate       dataGate // PostRecv inside; Close shuts it before unmapping the ring
 }
 
