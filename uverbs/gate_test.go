@@ -72,6 +72,44 @@ func pipeContext(t *testing.T) (*Context, func()) {
 	}
 }
 
+// closeRacers are goroutines calling the data path until Close makes it
+// fail with ErrClosed.
+type closeRacers struct {
+	wg    sync.WaitGroup
+	calls atomic.Int64
+}
+
+// run calls f in a goroutine until it fails with ErrClosed (ErrQueueFull is
+// retried; any other error fails the test), for at most 30 s.
+func (r *closeRacers) run(t *testing.T, name string, f func() error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		end := time.Now().Add(30 * time.Second)
+		for i := 0; i&255 != 0 || time.Now().Before(end); i++ {
+			err := f()
+			r.calls.Add(1)
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			if err != nil && !errors.Is(err, ErrQueueFull) {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+		}
+		t.Errorf("%s never saw ErrClosed", name)
+	}()
+}
+
+// started waits (briefly) until the racers have made n calls in all and
+// reports whether they did.
+func (r *closeRacers) started(n int64) bool {
+	for spin := 0; r.calls.Load() < n && spin < 1e5; spin++ {
+		runtime.Gosched()
+	}
+	return r.calls.Load() >= n
+}
+
 // TestCloseRacesDataPath runs thousands of rounds of Close against
 // goroutines posting sends and receives, posting to an SRQ and polling a
 // CQ, on rings mapped like the kernel's. Close must wait out the posts and
@@ -85,7 +123,7 @@ func TestCloseRacesDataPath(t *testing.T) {
 	if testing.Short() {
 		rounds = 300
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	sge := []SGE{{Addr: 0x1000, Length: 8, LKey: 1}}
 	raced := 0
 	done := 0
@@ -127,27 +165,8 @@ func TestCloseRacesDataPath(t *testing.T) {
 			return nil
 		}
 
-		var wg sync.WaitGroup
-		var calls atomic.Int64
-		loop := func(name string, f func() error) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				end := time.Now().Add(10 * time.Second)
-				for i := 0; i&1023 != 0 || time.Now().Before(end); i++ {
-					err := f()
-					calls.Add(1)
-					if errors.Is(err, ErrClosed) {
-						return
-					}
-					if err != nil && !errors.Is(err, ErrQueueFull) {
-						t.Errorf("%s: %v", name, err)
-						return
-					}
-				}
-				t.Errorf("%s never saw ErrClosed", name)
-			}()
-		}
+		var r closeRacers
+		loop := func(name string, f func() error) { r.run(t, name, f) }
 		loop("post send", func() error {
 			return qp.PostSend(SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: sge})
 		})
@@ -164,10 +183,7 @@ func TestCloseRacesDataPath(t *testing.T) {
 			}
 			return nil
 		})
-		for spin := 0; calls.Load() < 8 && spin < 1e5; spin++ {
-			runtime.Gosched()
-		}
-		if calls.Load() >= 8 {
+		if r.started(8) {
 			raced++
 		}
 		if round%2 == 0 {
@@ -182,7 +198,7 @@ func TestCloseRacesDataPath(t *testing.T) {
 			closeCtx() // Context.Close closes the objects, then the fd
 			closed.Store(true)
 		}
-		wg.Wait()
+		r.wg.Wait()
 		if err := qp.PostSend(SendWR{ID: 1, Opcode: WRSend, SGL: sge}); !errors.Is(err, ErrClosed) {
 			t.Fatalf("round %d: PostSend after Close: %v", round, err)
 		}

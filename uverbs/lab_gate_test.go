@@ -6,9 +6,7 @@ package uverbs
 
 import (
 	"errors"
-	"runtime"
-	"sync"
-	"sync/atomic"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,27 +100,8 @@ func TestLabCloseRacesDataPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		sge := []SGE{{Addr: mr.Addr(), Length: 64, LKey: mr.LKey()}}
-		var wg sync.WaitGroup
-		var calls atomic.Int64
-		loop := func(name string, f func() error) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				end := time.Now().Add(30 * time.Second)
-				for i := 0; i&255 != 0 || time.Now().Before(end); i++ {
-					err := f()
-					calls.Add(1)
-					if errors.Is(err, ErrClosed) {
-						return
-					}
-					if err != nil && !errors.Is(err, ErrQueueFull) {
-						t.Errorf("round %d: %s: %v", round, name, err)
-						return
-					}
-				}
-				t.Errorf("round %d: %s never saw ErrClosed", round, name)
-			}()
-		}
+		var r closeRacers
+		loop := func(name string, f func() error) { r.run(t, fmt.Sprintf("round %d: %s", round, name), f) }
 		loop("post send", func() error {
 			return qp.PostSend(SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SGL: sge, AH: ah, RemoteQPN: peer.qp.Num(), RemoteQKey: udQKey})
 		})
@@ -135,10 +114,7 @@ func TestLabCloseRacesDataPath(t *testing.T) {
 			}
 			return nil
 		})
-		for spin := 0; calls.Load() < 6 && spin < 1e5; spin++ {
-			runtime.Gosched()
-		}
-		if calls.Load() >= 6 {
+		if r.started(6) {
 			raced++
 		}
 		var rung uint64
@@ -158,7 +134,7 @@ func TestLabCloseRacesDataPath(t *testing.T) {
 				}
 			}
 		}
-		wg.Wait()
+		r.wg.Wait()
 		if n := qp.Doorbells(); n != rung {
 			t.Fatalf("round %d: %d doorbells rung after Close returned", round, n-rung)
 		}
