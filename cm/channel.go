@@ -72,6 +72,7 @@ type Stats struct {
 	Events     uint64 // events read from the kernel
 	Orphans    uint64 // events for IDs that no longer exist (dropped)
 	Mismatches uint64 // DESTROY_ID reported more events than were delivered
+	Overflows  uint64 // connection requests rejected: their listener's backlog was full
 }
 
 // OpenChannel is rdma_create_event_channel: it opens /dev/infiniband/rdma_cm
@@ -235,6 +236,15 @@ func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
 			return
 		}
 		l.delivered++
+		if l.backlogFull() {
+			ch.stats.Overflows++
+			body := &abi.UCMReject{ID: resp.ID}
+			if body.SetData(BacklogFullData) == nil {
+				_ = ch.exec(abi.RDMA_USER_CM_CMD_REJECT, body, nil)
+			}
+			ch.destroyKernelID(resp.ID)
+			return
+		}
 		child := ch.newIDLocked(resp.ID, l.ps)
 		ev := decodeEvent(resp, l.ps)
 		ev.ID, ev.Listener = child, l

@@ -425,17 +425,15 @@ func (c *Conn) established() {
 	c.stateMu.Lock()
 	c.estab = true
 	c.stateMu.Unlock()
-	c.id.setHook(c.onEvent)
-	// Events that came before the hook was installed.
-	select {
-	case <-c.id.Disconnected():
+	// Events that came before the hook was installed: setHook reads them
+	// under the same lock as push reads the hook, so each is seen by
+	// exactly one of the two.
+	disc, rem := c.id.setHook(c.onEvent)
+	if disc {
 		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DISCONNECTED})
-	default:
 	}
-	select {
-	case <-c.id.Removed():
+	if rem {
 		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DEVICE_REMOVAL})
-	default:
 	}
 }
 

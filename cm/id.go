@@ -37,13 +37,17 @@ type ID struct {
 
 	mu     sync.Mutex
 	queue  []Event
+	reqs   int           // CONNECT_REQUESTs in queue (a listener's backlog in use)
+	limit  int           // a listener's backlog (Listen), 0 before
 	notify chan struct{} // closed and replaced whenever the queue grows
 	err    error         // set when the ID is closed or its channel failed
 	hook   func(Event)   // runs on the channel goroutine for each event
 	remote ConnParam     // the CONNECT_REQUEST's parameters (passive IDs)
 
-	disconnected chan struct{} // closed at DISCONNECTED
-	removed      chan struct{} // closed at DEVICE_REMOVAL
+	disconnected chan struct{} // closed at DISCONNECTED, after the hook ran
+	removed      chan struct{} // closed at DEVICE_REMOVAL, after the hook ran
+	sawDisc      bool          // DISCONNECTED queued (mu)
+	sawRem       bool          // DEVICE_REMOVAL queued (mu)
 	discOnce     sync.Once
 	remOnce      sync.Once
 	closeOnce    sync.Once
@@ -69,39 +73,55 @@ func (id *ID) PortSpace() PortSpace { return id.ps }
 // Channel is the channel the ID lives on.
 func (id *ID) Channel() *Channel { return id.ch }
 
-// Disconnected is closed when a DISCONNECTED event arrives for the ID.
+// Disconnected is closed when a DISCONNECTED event arrives for the ID
+// (for a Conn's ID, once Conn.Err reports it).
 func (id *ID) Disconnected() <-chan struct{} { return id.disconnected }
 
-// Removed is closed when a DEVICE_REMOVAL event arrives for the ID.
+// Removed is closed when a DEVICE_REMOVAL event arrives for the ID (for a
+// Conn's ID, once Conn.Err reports it).
 func (id *ID) Removed() <-chan struct{} { return id.removed }
 
 // setHook installs fn, which the channel goroutine calls for every later
-// event of the ID after queueing it. fn runs with the channel's lock held:
-// it must not block or call back into this package (start a goroutine for
-// that); verbs calls (moving a QP to the error state) are fine.
-func (id *ID) setHook(fn func(Event)) {
+// event of the ID after queueing it and before closing Disconnected or
+// Removed. fn runs with the channel's lock held: it must not block or call
+// back into this package (start a goroutine for that); verbs calls (moving
+// a QP to the error state) are fine. It reports whether DISCONNECTED and
+// DEVICE_REMOVAL came before fn was installed (fn does not see those).
+func (id *ID) setHook(fn func(Event)) (disc, rem bool) {
 	id.mu.Lock()
 	id.hook = fn
+	disc, rem = id.sawDisc, id.sawRem
 	id.mu.Unlock()
+	return disc, rem
 }
 
-// push queues ev and wakes waiters. It runs on the channel goroutine with
-// ch.mu held.
+// push queues ev, wakes waiters and runs the hook. It runs on the channel
+// goroutine with ch.mu held. Disconnected and Removed close only after the
+// hook has run, so whoever sees them closed sees what the hook recorded
+// (a Conn's Err and Done).
 func (id *ID) push(ev Event) {
 	id.mu.Lock()
 	id.queue = append(id.queue, ev)
+	switch ev.Type {
+	case abi.RDMA_CM_EVENT_CONNECT_REQUEST:
+		id.reqs++
+	case abi.RDMA_CM_EVENT_DISCONNECTED:
+		id.sawDisc = true
+	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+		id.sawRem = true
+	}
 	close(id.notify)
 	id.notify = make(chan struct{})
 	hook := id.hook
 	id.mu.Unlock()
+	if hook != nil {
+		hook(ev)
+	}
 	switch ev.Type {
 	case abi.RDMA_CM_EVENT_DISCONNECTED:
 		id.discOnce.Do(func() { close(id.disconnected) })
 	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
 		id.remOnce.Do(func() { close(id.removed) })
-	}
-	if hook != nil {
-		hook(ev)
 	}
 }
 
@@ -117,10 +137,23 @@ func (id *ID) fail(err error) {
 	id.mu.Unlock()
 }
 
-func (id *ID) markClosed() { id.fail(ErrClosed) }
+// markClosed fails the ID with ErrClosed and discards the events not yet
+// taken, returning them: after Close no waiter may see an event that was
+// queued before it.
+func (id *ID) markClosed() []Event {
+	id.mu.Lock()
+	id.err = ErrClosed
+	dropped := id.queue
+	id.queue, id.reqs = nil, 0
+	close(id.notify)
+	id.notify = make(chan struct{})
+	id.mu.Unlock()
+	return dropped
+}
 
 // WaitEvent returns the ID's next event, waiting for one until ctx is done.
-// It fails with ErrClosed once the ID is closed and its queue is empty.
+// It fails with ErrClosed once the ID is closed: Close discards the events
+// not yet taken.
 func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 	for {
 		id.mu.Lock()
@@ -128,6 +161,9 @@ func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 			ev := id.queue[0]
 			id.queue[0] = Event{}
 			id.queue = id.queue[1:]
+			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST {
+				id.reqs--
+			}
 			id.mu.Unlock()
 			return ev, nil
 		}
@@ -154,8 +190,10 @@ func (id *ID) pending() int {
 }
 
 // await waits for one of the events in want with status 0. Other events end
-// the wait with an *EventError, except TIMEWAIT_EXIT and ADDR_CHANGE of
-// earlier connections, which are skipped.
+// the wait with an *EventError, except TIMEWAIT_EXIT of earlier connections
+// and ADDR_CHANGE (the bound address moved to another netdev or port; the
+// kernel sends it to listeners too, and an accept loop must not end on it),
+// which are skipped.
 func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Event, error) {
 	for {
 		ev, err := id.WaitEvent(ctx)
@@ -168,7 +206,7 @@ func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Ev
 		if slices.Contains(want, ev.Type) && ev.Status == 0 {
 			return ev, nil
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT {
+		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT || ev.Type == abi.RDMA_CM_EVENT_ADDR_CHANGE {
 			continue
 		}
 		return ev, eventError(op, addr, ev)
@@ -188,7 +226,9 @@ func (id *ID) exec(cmd uint32, body abi.UCMBody, buf []byte) error {
 // Close is rdma_destroy_id: it destroys the kernel's id (the kernel sends a
 // DREQ for a connection still established and frees what is left) and
 // checks that every event the kernel reported was delivered. Destroy the
-// QP first. Waiters get ErrClosed. It is idempotent.
+// QP first. Waiters, and every later WaitEvent, get ErrClosed: the events
+// not yet taken are discarded, and the connection requests among them (a
+// listener's) are rejected and their IDs destroyed. It is idempotent.
 func (id *ID) Close() error {
 	id.closeOnce.Do(func() {
 		id.mu.Lock()
@@ -197,7 +237,12 @@ func (id *ID) Close() error {
 		if !already {
 			id.closeErr = id.ch.destroy(id)
 		}
-		id.markClosed()
+		for _, ev := range id.markClosed() {
+			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST && ev.ID != nil && ev.ID != id {
+				ev.ID.Reject(nil, 0)
+				ev.ID.Close()
+			}
+		}
 	})
 	return id.closeErr
 }
@@ -388,15 +433,42 @@ func (id *ID) QueryRoute() (Route, error) {
 
 // Listen is rdma_listen: the bound ID starts accepting connection requests,
 // which GetRequest returns. backlog bounds the requests not yet taken (0 or
-// less means the kernel's maximum, sysctl net.rdma_ucm.max_backlog).
+// less, or more than the kernel's maximum, means that maximum: sysctl
+// net.rdma_ucm.max_backlog). The channel reads every event at once, so the
+// kernel's own count never fills: the ID enforces the backlog itself, and
+// a request that finds backlog requests queued is rejected at once
+// (REJECTED at the peer, reason consumer-defined, private data
+// BacklogFullData) and its kernel id destroyed; Stats.Overflows counts them.
 func (id *ID) Listen(backlog int) error {
 	if backlog < 0 {
 		backlog = 0
 	}
+	limit := ucmMaxBacklog()
+	if backlog > 0 && backlog < limit {
+		limit = backlog
+	}
+	id.mu.Lock()
+	id.limit = limit
+	id.mu.Unlock()
 	if err := id.exec(abi.RDMA_USER_CM_CMD_LISTEN, &abi.UCMListen{ID: id.kid, Backlog: uint32(backlog)}, nil); err != nil {
+		id.mu.Lock()
+		id.limit = 0
+		id.mu.Unlock()
 		return fmt.Errorf("rdma_cm listen: %w", err)
 	}
 	return nil
+}
+
+// BacklogFullData is the private data of the reject a listener sends for a
+// connection request beyond its backlog.
+var BacklogFullData = []byte("rdma_cm: listen backlog full")
+
+// backlogFull reports whether the listener holds as many requests not yet
+// taken as its backlog allows. It runs on the channel goroutine.
+func (id *ID) backlogFull() bool {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.limit > 0 && id.reqs >= id.limit
 }
 
 // GetRequest waits for the next CONNECT_REQUEST on a listening ID (the

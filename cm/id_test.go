@@ -183,6 +183,89 @@ func TestReusedKernelIDGetsNoStaleEvents(t *testing.T) {
 	nu.Close()
 }
 
+// An event the channel goroutine delivered before Close (the ordering the
+// flaky TestReusedKernelIDGetsNoStaleEvents hit about once in 1,000 runs)
+// is discarded: WaitEvent after Close is ErrClosed, never that event.
+func TestWaitEventAfterCloseIsErrClosed(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	id, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	waitFor(t, func() bool { return id.pending() == 1 })
+	if err := id.Close(); err != nil {
+		t.Fatal(err) // the event was delivered: events_reported matches
+	}
+	if ev, err := id.WaitEvent(ctx); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitEvent after Close: %v, %v; want ErrClosed", ev.Type, err)
+	}
+	if n := id.pending(); n != 0 {
+		t.Fatalf("%d events still queued after Close", n)
+	}
+}
+
+// Closing a listener rejects and destroys the requests it had queued.
+func TestCloseRejectsQueuedRequests(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	l, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(8); err != nil {
+		t.Fatal(err)
+	}
+	kids := []uint32{f.connRequest(l.Handle(), nil), f.connRequest(l.Handle(), nil)}
+	waitFor(t, func() bool { return l.pending() == 2 })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var rejected []uint32
+	for _, c := range f.commands(abi.RDMA_USER_CM_CMD_REJECT) {
+		rejected = append(rejected, c.Body.(*abi.UCMReject).ID)
+	}
+	if len(rejected) != 2 || rejected[0] != kids[0] || rejected[1] != kids[1] {
+		t.Fatalf("rejected %v, want %v", rejected, kids)
+	}
+	if n := f.live(); n != 0 {
+		t.Fatalf("%d kernel ids left", n)
+	}
+	if s := ch.Stats(); s.IDs != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A listener that sees ADDR_CHANGE (or a TIMEWAIT_EXIT) keeps serving: the
+// next Accept returns the next request; DEVICE_REMOVAL still ends it.
+func TestListenerSkipsAddrChange(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	l, err := Listen(ctx, "10.0.0.1:7174", &Options{Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk := l.ID().Handle()
+	f.queue(lk, abi.RDMA_CM_EVENT_ADDR_CHANGE, 0, nil)
+	f.queue(lk, abi.RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nil)
+	kid := f.connRequest(lk, nil)
+	r, err := l.AcceptRequest(ctx)
+	if err != nil {
+		t.Fatalf("accept after ADDR_CHANGE: %v", err)
+	}
+	if r.ID.Handle() != kid {
+		t.Fatalf("request for id %d, want %d", r.ID.Handle(), kid)
+	}
+	if err := r.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	f.queue(lk, abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	if _, err := l.AcceptRequest(ctx); !errors.Is(err, ErrDeviceRemoved) {
+		t.Fatalf("accept after DEVICE_REMOVAL: %v, want ErrDeviceRemoved", err)
+	}
+}
+
 func TestOrphanConnectRequestIsDestroyed(t *testing.T) {
 	ch, f := newFakeChannel(t)
 	l, _ := ch.CreateID(PortSpaceTCP)
@@ -548,5 +631,126 @@ func TestConnCloseWaitsForDisconnected(t *testing.T) {
 	}
 	if len(f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID)) != 2 {
 		t.Fatal("the id was not destroyed after the timeout")
+	}
+}
+
+// TestConnErrBeforeRemovedCloses: a reader that sees ID.Removed (or
+// Disconnected) closed sees Conn.Err report it. The test holds the Conn's
+// state lock while the event arrives, so the hook cannot record it: the
+// channel must not close meanwhile (it used to close first, and the lab's
+// TestLabZZDeviceRemoval once saw "connection ended with <nil>").
+func TestConnErrBeforeRemovedCloses(t *testing.T) {
+	for _, tc := range []struct {
+		typ  EventType
+		want error
+		done func(*ID) <-chan struct{}
+	}{
+		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, ErrDeviceRemoved, (*ID).Removed},
+		{abi.RDMA_CM_EVENT_DISCONNECTED, ErrDisconnected, (*ID).Disconnected},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			ch, f := newFakeChannel(t)
+			id, _ := ch.CreateID(PortSpaceTCP)
+			c := newConn(id, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
+			c.established()
+			defer c.Close()
+			c.stateMu.Lock()
+			f.queue(id.Handle(), tc.typ, 0, nil)
+			select {
+			case <-tc.done(id):
+				c.stateMu.Unlock()
+				t.Fatalf("%v: the ID's channel closed before the Conn recorded the event (Err was nil)", tc.typ)
+			case <-time.After(100 * time.Millisecond):
+			}
+			c.stateMu.Unlock()
+			<-tc.done(id)
+			if err := c.Err(); !errors.Is(err, tc.want) {
+				t.Fatalf("Err after %v: %v, want %v", tc.typ, err, tc.want)
+			}
+		})
+	}
+}
+
+// An event that came before the Conn was established is handed to it by
+// established, exactly once.
+func TestConnSeesEventBeforeEstablished(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, _ := ch.CreateID(PortSpaceTCP)
+	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	<-id.Removed()
+	c := newConn(id, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
+	c.established()
+	defer c.Close()
+	if !errors.Is(c.Err(), ErrDeviceRemoved) {
+		t.Fatalf("Err: %v, want ErrDeviceRemoved", c.Err())
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+}
+
+// TestListenBacklogRejectsExcess: the channel reads every event, so the
+// kernel's backlog count never fills; requests beyond the listener's
+// backlog are rejected at once with BacklogFullData and their kernel ids
+// destroyed, and taking a request frees a place.
+func TestListenBacklogRejectsExcess(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	ctx := testCtx(t)
+	l, err := Listen(ctx, "10.0.0.1:7174", &Options{Channel: ch, Backlog: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lk := l.ID().Handle()
+	var kids []uint32
+	for range 5 {
+		kids = append(kids, f.connRequest(lk, nil))
+	}
+	waitFor(t, func() bool { return ch.Stats().Events == 5 })
+	rejects := func() (ids []uint32) {
+		for _, c := range f.commands(abi.RDMA_USER_CM_CMD_REJECT) {
+			b := c.Body.(*abi.UCMReject)
+			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], BacklogFullData) || b.Reason != 0 {
+				t.Errorf("reject of %d: reason %d, data %q", b.ID, b.Reason, b.PrivateData[:b.PrivateDataLen])
+			}
+			ids = append(ids, b.ID)
+		}
+		return ids
+	}
+	if got := rejects(); len(got) != 3 || got[0] != kids[2] || got[2] != kids[4] {
+		t.Fatalf("rejected %v, want the last 3 of %v", got, kids)
+	}
+	if s := ch.Stats(); s.Overflows != 3 || s.IDs != 3 {
+		t.Fatalf("stats %+v, want 3 overflows and 3 ids (listener + backlog of 2)", s)
+	}
+	if n := f.live(); n != 3 {
+		t.Fatalf("%d kernel ids live, want 3", n)
+	}
+	r, err := l.AcceptRequest(ctx)
+	if err != nil || r.ID.Handle() != kids[0] {
+		t.Fatalf("accept: %v (%v)", err, r)
+	}
+	defer r.Reject(nil)
+	// One place is free now: the next request is queued, the one after is not.
+	k6, k7 := f.connRequest(lk, nil), f.connRequest(lk, nil)
+	waitFor(t, func() bool { return ch.Stats().Events == 7 })
+	if got := rejects(); len(got) != 4 || got[3] != k7 {
+		t.Fatalf("rejected %v, want %d added", got, k7)
+	}
+	if n := l.ID().pending(); n != 2 {
+		t.Fatalf("%d requests queued, want 2 (%d and %d)", n, kids[1], k6)
+	}
+	// Closing the listener destroys the queued requests: events_reported
+	// on the listener still matches (rejected requests were delivered).
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reject(nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.live(); n != 0 {
+		t.Fatalf("%d kernel ids left", n)
 	}
 }

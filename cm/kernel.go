@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
@@ -21,6 +23,18 @@ import (
 var ucmDevPath = "/dev/infiniband/rdma_cm"
 
 const ucmSysfsDir = "/sys/class/misc/rdma_cm"
+
+// ucmMaxBacklog is the kernel's cap on a listener's backlog, sysctl
+// net.rdma_ucm.max_backlog (1024 unless changed); LISTEN uses it for a
+// backlog of 0 or above it.
+func ucmMaxBacklog() int {
+	if s, err := sysfs.New("/").ReadString("/proc/sys/net/rdma_ucm/max_backlog"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1024
+}
 
 // ucmDev is the real /dev/infiniband/rdma_cm: a non-blocking descriptor
 // registered with Go's netpoller (os.NewFile), so waiting for an event parks a

@@ -141,17 +141,7 @@ func (l *Listener) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
-	err := l.id.Close()
-	for {
-		ev, werr := l.id.WaitEvent(context.Background())
-		if werr != nil {
-			break
-		}
-		if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST && ev.ID != nil {
-			ev.ID.Reject(nil, 0)
-			ev.ID.Close()
-		}
-	}
+	err := l.id.Close() // rejects and destroys the requests it held
 	l.release()
 	return err
 }

@@ -111,8 +111,9 @@ type Options struct {
 	AckTimeout uint8
 	// ReuseAddr sets RDMA_OPTION_ID_REUSEADDR on a Listen's ID.
 	ReuseAddr bool
-	// Backlog bounds a listener's pending requests; 0 means the kernel's
-	// maximum.
+	// Backlog bounds a listener's requests not yet accepted; 0 means the
+	// kernel's maximum. Requests beyond it are rejected at once (see
+	// ID.Listen).
 	Backlog int
 
 	// Setup runs once the QP exists and is in INIT, before the connect or

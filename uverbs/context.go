@@ -256,6 +256,14 @@ func (c *Context) Close() error {
 	}
 	clear(c.byHandle)
 	c.mu.Unlock()
+	// Wait out the data path of what is left before the rings are unmapped
+	// and the doorbell's descriptor number is freed for reuse (the gates
+	// take no lock: commands holding an object's lock wait for cmdMu).
+	for _, o := range left {
+		if g, ok := o.(interface{ dataGate() *dataGate }); ok {
+			g.dataGate().shut()
+		}
+	}
 	c.cleanup.Stop()
 	c.res.release() // closes the fd
 	c.fd = -1

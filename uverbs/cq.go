@@ -17,7 +17,8 @@ import (
 
 // CQ is a completion queue (struct ibv_cq) whose ring is mapped from the
 // kernel: Poll reads completions with no system call. One goroutine at a time
-// may Poll; Arm, Resize and Close are safe anywhere. The caller must Close it
+// may Poll; Arm, Resize and Close are safe anywhere (Close waits for a Poll
+// reading the ring, then unmaps it). The caller must Close it
 // after the QPs that use it. Once the CQ or its Context is closed, Arm and
 // Resize fail with ErrClosed (the kernel reuses the handle), PollN too, and
 // Poll finds nothing.
@@ -30,7 +31,8 @@ type CQ struct {
 	mem     []byte
 	ring    rxe.CQ
 
-	handleLock // also held by Resize
+	handleLock          // also held by Resize
+	gate       dataGate // Poll inside; Close shuts it before unmapping the ring
 
 	compEvents uint32 // events delivered through the channel
 }
@@ -140,7 +142,11 @@ func (cq *CQ) CQE() int { return cq.cqe }
 // and returns how many. It reads the mapped ring only: no system call and no
 // allocation. Zero means the CQ is empty (or closed).
 func (cq *CQ) Poll(wcs []WC) int {
-	if cq.ring.Q == nil { // closed
+	if !cq.gate.enter() { // closed
+		return 0
+	}
+	if cq.ring.Q == nil {
+		cq.gate.exit()
 		return 0
 	}
 	n := 0
@@ -154,7 +160,18 @@ func (cq *CQ) Poll(wcs []WC) int {
 		}
 		n++
 	}
+	cq.gate.exit()
 	return n
+}
+
+// gone reports whether the CQ has no ring to poll (it is closed).
+func (cq *CQ) gone() bool {
+	if !cq.gate.enter() {
+		return true
+	}
+	gone := cq.ring.Q == nil
+	cq.gate.exit()
+	return gone
 }
 
 // PollN polls until it has n completions in wcs[:n] or ctx is done, yielding
@@ -173,7 +190,7 @@ func (cq *CQ) PollN(ctx context.Context, wcs []WC, n int) (int, error) {
 			break
 		}
 		if k == 0 {
-			if cq.ring.Q == nil {
+			if cq.gone() {
 				return got, fmt.Errorf("poll cq: %d of %d completions: %w", got, n, ErrClosed)
 			}
 			if err := ctx.Err(); err != nil {
@@ -242,7 +259,8 @@ func (cq *CQ) destroy() (abi.DestroyCQResp, error) {
 }
 
 // Close is ibv_destroy_cq; it fails with EBUSY while a QP or SRQ uses the CQ.
-// It is idempotent.
+// A Poll running meanwhile finishes before the ring is unmapped; later ones
+// find nothing. It is idempotent.
 func (cq *CQ) Close() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -253,6 +271,7 @@ func (cq *CQ) Close() error {
 		return fmt.Errorf("destroy cq: %w", err)
 	}
 	cq.closed = true
+	cq.gate.shut() // no Poll reads the ring from here on
 	err := cq.ctx.res.unmap(cq.mem)
 	cq.mem, cq.ring = nil, rxe.CQ{}
 	cq.ctx.forget(kindCQ, cq, cq.uh)
@@ -264,8 +283,11 @@ func (cq *CQ) Close() error {
 
 // abandon forgets the ring without system calls (see QP.abandon).
 func (cq *CQ) abandon() {
+	cq.gate.shut()
 	cq.mu.Lock()
 	cq.closed = true
 	cq.mem, cq.ring = nil, rxe.CQ{}
 	cq.mu.Unlock()
 }
+
+func (cq *CQ) dataGate() *dataGate { return &cq.gate }

@@ -81,9 +81,14 @@ var (
 // the first request not posted; the requests before it were posted and the
 // doorbell rung for them. A full ring gives ErrQueueFull: poll the send CQ.
 // On a closed QP, or with a closed AH, it fails with ErrClosed and posts
-// nothing.
+// nothing. Close may run concurrently: it waits for a PostSend already
+// writing the ring and ringing the doorbell, and later calls fail.
 func (qp *QP) PostSend(wrs ...SendWR) error {
+	if !qp.gate.enter() {
+		return &PostError{Op: "post send", Err: ErrClosed}
+	}
 	if qp.sq.Q == nil {
+		qp.gate.exit()
 		return &PostError{Op: "post send", Err: ErrClosed}
 	}
 	var perr error
@@ -97,9 +102,11 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 	}
 	if posted > 0 {
 		if err := qp.ring(); err != nil {
+			qp.gate.exit()
 			return fmt.Errorf("post send: doorbell: %w", err)
 		}
 	}
+	qp.gate.exit()
 	return perr
 }
 
@@ -156,9 +163,13 @@ func postErr(err error) error {
 // PostRecv is ibv_post_recv: it writes each request into the mapped receive
 // ring; the kernel sees them without any system call. A QP in RESET takes no
 // receives (move it to INIT first); a QP on an SRQ takes none (post to the
-// SRQ). Errors are as for PostSend.
+// SRQ). Errors are as for PostSend, and so is a concurrent Close.
 func (qp *QP) PostRecv(wrs ...RecvWR) error {
+	if !qp.gate.enter() {
+		return &PostError{Op: "post recv", Err: ErrClosed}
+	}
 	if qp.rq.Q == nil {
+		qp.gate.exit()
 		err := ErrClosed
 		if qp.srq != nil && !qp.closed.Load() {
 			err = fmt.Errorf("the QP receives from an SRQ: post to the SRQ: %w", syscall.EINVAL)
@@ -166,12 +177,15 @@ func (qp *QP) PostRecv(wrs ...RecvWR) error {
 		return &PostError{Op: "post recv", Err: err}
 	}
 	if qp.State() == QPSReset {
+		qp.gate.exit()
 		return &PostError{Op: "post recv", Err: fmt.Errorf("QP %#x is in RESET: move it to INIT first: %w", qp.num, syscall.EINVAL)}
 	}
 	for i := range wrs {
 		if err := qp.rq.Post(wrs[i].ID, sgl(wrs[i].SGL)); err != nil {
+			qp.gate.exit()
 			return &PostError{Op: "post recv", Index: i, Err: postErr(err)}
 		}
 	}
+	qp.gate.exit()
 	return nil
 }

@@ -42,9 +42,10 @@ type QPInitAttr struct {
 // from the kernel: PostRecv writes the receive ring only, PostSend writes the
 // send ring and then rings the doorbell with one write(2) of a preallocated
 // POST_SEND command carrying no work request. One goroutine may post sends and
-// one receives at a time; Modify, Query and Close are safe anywhere (but not
-// Close while a post is running). The caller must Close it before its CQs, SRQ
-// and PD.
+// one receives at a time; Modify, Query and Close are safe anywhere, Close
+// also while a post is running (it waits for the post to leave the rings and
+// the doorbell, and later posts fail with ErrClosed). The caller must Close it
+// before its CQs, SRQ and PD.
 //
 // Once the QP or its Context is closed, every method that would reach the
 // kernel or the rings fails with ErrClosed: the kernel hands the QP's handle
@@ -80,6 +81,7 @@ type QP struct {
 
 	mu     sync.RWMutex // read-held by commands naming the handle, held by Close
 	closed atomic.Bool  // set under mu; read without it on the data path's error paths
+	gate   dataGate     // PostSend and PostRecv inside; Close shuts it first
 }
 
 // doorbell is the POST_SEND command rxe's provider writes after filling the
@@ -516,14 +518,20 @@ func (qp *QP) release() error {
 }
 
 // Close is ibv_destroy_qp. Completions of its work requests already in the CQs
-// stay there. It is idempotent.
+// stay there. It may run concurrently with PostSend and PostRecv (see QP). It
+// is idempotent.
 func (qp *QP) Close() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.closed.Load() {
 		return nil
 	}
+	// No post may still be inside: it would write a ring about to be
+	// unmapped, or ring the doorbell with a handle the kernel may give to
+	// the next QP created.
+	qp.gate.shut()
 	if _, err := qp.destroy(); err != nil {
+		qp.gate.reopen()
 		return fmt.Errorf("destroy qp %#x: %w", qp.num, err)
 	}
 	qp.closed.Store(true)
@@ -562,10 +570,14 @@ func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 	var quietSince time.Time
 	for {
 		n := poll()
+		if !qp.gate.enter() {
+			return out, fmt.Errorf("drain qp %#x: %w", qp.num, ErrClosed)
+		}
 		empty := qp.sq.Q == nil || qp.sq.Q.Empty()
 		if qp.rq.Q != nil && !qp.rq.Q.Empty() {
 			empty = false
 		}
+		qp.gate.exit()
 		switch {
 		case !empty || n > 0:
 			quietSince = time.Time{}
@@ -584,11 +596,15 @@ func (qp *QP) Drain(ctx context.Context) ([]WC, error) {
 }
 
 // abandon forgets the rings without system calls; the Context's fd is being
-// closed and with it every kernel object.
+// closed and with it every kernel object (Context.Close shut the gate before
+// closing it).
 func (qp *QP) abandon() {
+	qp.gate.shut()
 	qp.mu.Lock()
 	qp.closed.Store(true)
 	qp.sq, qp.rq = rxe.SendQueue{}, rxe.RecvQueue{}
 	qp.sqMem, qp.rqMem = nil, nil
 	qp.mu.Unlock()
 }
+
+func (qp *QP) dataGate() *dataGate { return &qp.gate }

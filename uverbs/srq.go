@@ -28,7 +28,8 @@ type SRQ struct {
 	maxWR  int
 	maxSGE int
 
-	handleLock // also held by modify
+	handleLock          // also held by modify
+	gate       dataGate // PostRecv inside; Close shuts it before unmapping the ring
 }
 
 // CreateSRQ is ibv_create_srq: a shared receive queue for at least maxWR
@@ -96,16 +97,23 @@ func (s *SRQ) MaxWR() int { return s.maxWR }
 // MaxSGE is the largest SGE list a receive may have.
 func (s *SRQ) MaxSGE() int { return s.maxSGE }
 
-// PostRecv is ibv_post_srq_recv. Errors are as for QP.PostRecv.
+// PostRecv is ibv_post_srq_recv. Errors are as for QP.PostRecv, and so is a
+// concurrent Close.
 func (s *SRQ) PostRecv(wrs ...RecvWR) error {
+	if !s.gate.enter() {
+		return &PostError{Op: "post srq recv", Err: ErrClosed}
+	}
 	if s.rq.Q == nil {
+		s.gate.exit()
 		return &PostError{Op: "post srq recv", Err: ErrClosed}
 	}
 	for i := range wrs {
 		if err := s.rq.Post(wrs[i].ID, sgl(wrs[i].SGL)); err != nil {
+			s.gate.exit()
 			return &PostError{Op: "post srq recv", Index: i, Err: postErr(err)}
 		}
 	}
+	s.gate.exit()
 	return nil
 }
 
@@ -181,6 +189,7 @@ func (s *SRQ) Close() error {
 		return fmt.Errorf("destroy srq: %w", err)
 	}
 	s.closed = true
+	s.gate.shut() // no PostRecv writes the ring from here on
 	err := s.ctx.res.unmap(s.mem)
 	s.mem, s.rq = nil, rxe.RecvQueue{}
 	s.ctx.forget(kindSRQ, s, s.uh)
@@ -192,8 +201,11 @@ func (s *SRQ) Close() error {
 
 // abandon forgets the ring without system calls (see QP.abandon).
 func (s *SRQ) abandon() {
+	s.gate.shut()
 	s.mu.Lock()
 	s.closed = true
 	s.mem, s.rq = nil, rxe.RecvQueue{}
 	s.mu.Unlock()
 }
+
+func (s *SRQ) dataGate() *dataGate { return &s.gate }

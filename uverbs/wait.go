@@ -89,7 +89,7 @@ func WaitCQs(ctx, end context.Context, wcs []WC, cqs ...*CQ) (int, *CQ, error) {
 // waitDone is why a wait on empty CQs must end, or nil.
 func waitDone(ctx, end context.Context, cqs []*CQ) error {
 	for _, cq := range cqs {
-		if cq.ring.Q == nil {
+		if cq.gone() {
 			return fmt.Errorf("wait for completions: %w", ErrClosed)
 		}
 	}
