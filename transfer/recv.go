@@ -200,6 +200,7 @@ type recvConn struct {
 	lastID   uint32
 	nfiles   int
 	buf      []byte // rehash buffer
+	chunk    []byte // a chunk copied out of the window, hashed and written
 }
 
 func (rc *recvConn) run(ctx context.Context) error {
@@ -497,8 +498,15 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 			if failed {
 				continue loop
 			}
-			chunk := mem[int64(slot)*slotSize:][:n]
-			// Hash and write the chunk at once (both only read the slot).
+			// Copy the chunk out of the window first: the window stays
+			// remote-writable, so the peer could rewrite the slot between
+			// the hash and the write. The bytes hashed are the bytes written.
+			if len(rc.chunk) < int(n) {
+				rc.chunk = make([]byte, slotSize)
+			}
+			chunk := rc.chunk[:n]
+			copy(chunk, mem[int64(slot)*slotSize:][:n])
+			// Hash and write the copy at once (both only read it).
 			par := n >= parallelHashMin && parallel
 			if par {
 				hp.in <- chunk
