@@ -136,13 +136,14 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 	s.PeakRSS = peakRSS()
 	from := "a sender"
 	if s.Peer != "" {
-		from = s.Peer
+		from = transfer.Escape(s.Peer)
 	}
 	if err != nil {
 		s.Error = err.Error()
-		fmt.Fprintf(stderr, "rdmacp: %s: %v\n", from, err)
+		// The error may carry the peer's text: escaped.
+		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, transfer.Escape(err.Error()))
 		if h := hint(err, from); h != "" && !errors.Is(err, transfer.ErrProtocol) {
-			fmt.Fprintf(stderr, "rdmacp:   %s\n", h)
+			fmt.Fprintf(stderr, "rdmacp:   %s\n", transfer.Escape(h))
 		}
 	}
 	if !c.quiet {
