@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,4 +97,146 @@ func TestRewrittenSlotCannotLie(t *testing.T) {
 			t.Errorf("slot %d: not verified: %v", slotSize, srep.Files)
 		}
 	}
+}
+
+// A peer that connects and stays silent, or sends HELLO and never AUTH, is
+// ended by the handshake timeout, long before the idle timeout.
+func TestHandshakeDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		psk  []byte
+		step func(p *rawPeer)
+	}{
+		{"silent", nil, func(*rawPeer) {}},
+		{"hello then silent", []byte("0123456789abcdef0123456789abcdef"), func(p *rawPeer) {
+			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1, Flags: transfer.HelloPSK})
+			p.expect(transfer.MsgHello)
+		}},
+	} {
+		r := smallReceiver(t.TempDir())
+		r.PSK = c.psk
+		r.IdleTimeout = time.Hour
+		r.HandshakeTimeout = 200 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.ServeConn(ctx, rt)
+			rt.Close()
+			done <- err
+		}()
+		p := &rawPeer{t: t, tr: st, ctx: ctx}
+		c.step(p)
+		select {
+		case err := <-done:
+			if !errors.Is(err, transfer.ErrProtocol) || !strings.Contains(err.Error(), "did not finish within") {
+				t.Errorf("%s: receiver ended with %v, want the handshake deadline", c.name, err)
+			}
+			if e := p.errorMsg(); !strings.Contains(e.Text, "handshake") {
+				t.Errorf("%s: peer told %q", c.name, e.Text)
+			}
+		case <-ctx.Done():
+			t.Errorf("%s: still served after a minute (handshake timeout 200ms)", c.name)
+		}
+		st.Close()
+		cancel()
+	}
+}
+
+// Connections in their handshake have their own cap below MaxConns: silent
+// peers cannot take every slot from the authenticated sender.
+func TestHandshakeCap(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(80, 3*tSlotSize)})
+	r := smallReceiver(t.TempDir())
+	r.MaxConns = 4
+	r.MaxHandshakes = 2
+	r.IdleTimeout = time.Hour
+	r.HandshakeTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ln := transfertest.NewListener()
+	defer ln.Close()
+	go r.Serve(ctx, ln, nil)
+	// One sender mid-session (handshake done), then silent peers.
+	a, _ := ln.Dial(ctx, transfertest.Config{})
+	defer a.Close()
+	(&rawPeer{t: t, tr: a, ctx: ctx}).hello()
+	var silent []*transfertest.Transport
+	for range 2 {
+		s, _ := ln.Dial(ctx, transfertest.Config{})
+		defer s.Close()
+		silent = append(silent, s)
+	}
+	// The cap is full: the next one is refused at once, busy.
+	c, _ := ln.Dial(ctx, transfertest.Config{})
+	defer c.Close()
+	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != transfer.CodeBusy || !strings.Contains(e.Text, "handshake") {
+		t.Errorf("third silent connection: %v %q, want busy (handshakes)", e.Code, e.Text)
+	}
+	// One silent peer leaves: an honest sender gets in while the other
+	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4).
+	silent[0].Close()
+	var err error
+	var rep *transfer.Report
+	for range 200 {
+		d, derr := ln.Dial(ctx, transfertest.Config{})
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		rep, err = (&transfer.Sender{}).Send(ctx, d, plan(t, filepath.Join(src, "f")))
+		d.Close()
+		if !errors.Is(err, transfer.ErrBusy) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the closed peer's slot is released
+	}
+	if err != nil {
+		t.Fatalf("honest sender: %v", err)
+	}
+	allVerified(t, rep, 1)
+}
+
+// A connection's report stays bounded whatever the peer sends: the counts
+// cover every FILE, the list keeps the first results and failures.
+func TestReportBounded(t *testing.T) {
+	r := smallReceiver(t.TempDir())
+	var streamed int
+	r.OnFile = func(transfer.FileResult) { streamed++ }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	type res struct {
+		rep *transfer.ConnReport
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		rep, err := r.ServeConn(ctx, rt)
+		rt.Close()
+		done <- res{rep, err}
+	}()
+	p := &rawPeer{t: t, tr: st, ctx: ctx}
+	p.hello()
+	const n = 3000
+	for i := range n {
+		// Rejected at once (too large): what a flood of FILEs does.
+		p.send(&transfer.File{ID: uint32(i + 1), Kind: transfer.KindFile, Mode: 0o644, Size: 1 << 50, Name: "f"})
+		if m := p.expect(transfer.MsgResult).(*transfer.Result); m.Code != transfer.CodeTooLarge {
+			t.Fatalf("FILE %d: %v", i, m.Code)
+		}
+	}
+	p.send(&transfer.Bye{})
+	p.expect(transfer.MsgBye)
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	rep := got.rep
+	if rep.Items != n || rep.Verified != 0 || rep.OK() || streamed != n {
+		t.Errorf("items %d verified %d ok %v streamed %d, want %d, 0, false, %d", rep.Items, rep.Verified, rep.OK(), streamed, n, n)
+	}
+	if len(rep.Files) > 2*transfer.ReportFiles || len(rep.Files)+rep.Omitted != n {
+		t.Errorf("report keeps %d results and omits %d of %d", len(rep.Files), rep.Omitted, n)
+	}
+	st.Close()
 }

@@ -19,10 +19,16 @@ import (
 const (
 	DefaultSlots       = 16
 	DefaultSlotSize    = 1 << 20
-	DefaultMaxFiles    = 1 << 20
+	DefaultMaxFiles    = 1 << 17
 	DefaultMaxFileSize = 1 << 40
 	DefaultMaxConns    = 16
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultHandshakeTimeout bounds HELLO (and AUTH) from a new
+	// connection's start.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// ReportFiles is how many results a ConnReport keeps: the first ones,
+	// then failures only; the rest are counted (and given to OnFile).
+	ReportFiles = 64
 )
 
 // Receiver writes what senders send into Dir. Its zero value (with Dir set)
@@ -55,11 +61,20 @@ type Receiver struct {
 	// DefaultSlots, DefaultSlotSize); a sender may ask for less.
 	Slots    int
 	SlotSize int
-	// MaxFiles limits FILE messages per connection; MaxFileSize the size of
-	// one file; MaxConns the connections served at once.
+	// MaxFiles limits FILE messages per connection (default
+	// DefaultMaxFiles); MaxFileSize the size of one file; MaxConns the
+	// connections served at once (default DefaultMaxConns).
 	MaxFiles    int
 	MaxFileSize int64
 	MaxConns    int
+	// MaxHandshakes limits the connections that have not finished HELLO
+	// (and AUTH) yet, a share of MaxConns of their own (default a quarter
+	// of MaxConns, at least 1): silent peers cannot use up MaxConns.
+	MaxHandshakes int
+	// HandshakeTimeout ends a connection that has not finished HELLO (and,
+	// with a PSK, AUTH) that long after it started (default
+	// DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
 	// IdleTimeout ends a connection that sends nothing for that long.
 	IdleTimeout time.Duration
 	// OnFile, when set, is called after each file or directory with its
@@ -69,6 +84,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	busy  map[string]bool
 	nconn int
+	nhand int // connections in their handshake
 
 	// writeFault, for tests, runs before each write into a partial file; an
 	// error it returns is the write's.
@@ -92,10 +108,15 @@ type FileResult struct {
 	Err      error
 }
 
-// ConnReport is what one connection did.
+// ConnReport is what one connection did. Its memory is bounded whatever
+// the peer sends: Files keeps the first ReportFiles results, then failures
+// only, up to 2×ReportFiles in all; the counters count every FILE.
 type ConnReport struct {
 	Peer     string // the sender's address, when the transport tells (Peer() string)
 	Files    []FileResult
+	Items    int // FILE messages answered (files and directories)
+	Verified int // of them verified
+	Omitted  int // results not kept in Files
 	Bytes    int64
 	Duration time.Duration
 }
@@ -103,21 +124,35 @@ type ConnReport struct {
 // OK reports whether every file and directory of the connection was
 // verified (and there was at least one).
 func (c *ConnReport) OK() bool {
-	if c == nil || len(c.Files) == 0 {
-		return false
+	return c != nil && c.Items > 0 && c.Verified == c.Items
+}
+
+// add counts res and keeps it if there is room.
+func (c *ConnReport) add(res FileResult) {
+	c.Items++
+	if res.Verified {
+		c.Verified++
 	}
-	for _, f := range c.Files {
-		if !f.Verified {
-			return false
-		}
+	if len(c.Files) < ReportFiles || (!res.Verified && len(c.Files) < 2*ReportFiles) {
+		c.Files = append(c.Files, res)
+		return
 	}
-	return true
+	c.Omitted++
 }
 
 func (r *Receiver) slots() int    { return defInt(r.Slots, DefaultSlots) }
 func (r *Receiver) slotSize() int { return defInt(r.SlotSize, DefaultSlotSize) }
 func (r *Receiver) maxFiles() int { return defInt(r.MaxFiles, DefaultMaxFiles) }
 func (r *Receiver) maxConns() int { return defInt(r.MaxConns, DefaultMaxConns) }
+func (r *Receiver) maxHandshakes() int {
+	return defInt(r.MaxHandshakes, max(1, r.maxConns()/4))
+}
+func (r *Receiver) handshakeTimeout() time.Duration {
+	if r.HandshakeTimeout > 0 {
+		return r.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
+}
 func (r *Receiver) maxFileSize() int64 {
 	if r.MaxFileSize > 0 {
 		return r.MaxFileSize
@@ -186,6 +221,15 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 	if n > r.maxConns() {
 		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
 	}
+	r.mu.Lock()
+	r.nhand++
+	h := r.nhand
+	r.mu.Unlock()
+	rc.handing = true
+	defer rc.handshakeOver()
+	if h > r.maxHandshakes() {
+		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already has %d connections in their handshake: try again later", r.maxHandshakes())})
+	}
 	err := rc.c.explain(ctx, rc.run(ctx))
 	return rc.rep, rc.c.fail(ctx, err)
 }
@@ -201,6 +245,18 @@ type recvConn struct {
 	nfiles   int
 	buf      []byte // rehash buffer
 	chunk    []byte // a chunk copied out of the window, hashed and written
+	handing  bool   // counted in Receiver.nhand
+}
+
+// handshakeOver takes the connection out of Receiver.nhand (once).
+func (rc *recvConn) handshakeOver() {
+	if !rc.handing {
+		return
+	}
+	rc.handing = false
+	rc.r.mu.Lock()
+	rc.r.nhand--
+	rc.r.mu.Unlock()
 }
 
 func (rc *recvConn) run(ctx context.Context) error {
@@ -210,9 +266,23 @@ func (rc *recvConn) run(ctx context.Context) error {
 	}
 	rc.root = root
 	defer root.Close()
-	if err := rc.handshake(ctx); err != nil {
+	// HELLO (and AUTH) within the handshake timeout, whatever the idle
+	// timeout: an unauthenticated peer holds a slot only that long.
+	hctx, cancel := context.WithTimeout(ctx, rc.r.handshakeTimeout())
+	err = rc.handshake(hctx)
+	late := ctx.Err() == nil && hctx.Err() != nil
+	cancel()
+	if err != nil {
+		if late {
+			what := "HELLO"
+			if rc.r.PSK != nil {
+				what = "HELLO and AUTH"
+			}
+			return &Error{Code: CodeProtocol, Text: fmt.Sprintf("the handshake (%s) did not finish within %v", what, rc.r.handshakeTimeout())}
+		}
 		return err
 	}
+	rc.handshakeOver()
 	for {
 		m, _, err := rc.c.recv(ctx)
 		if err != nil {
@@ -664,7 +734,7 @@ func (rc *recvConn) report(x *recvFile) {
 	}
 	x.reported = true
 	x.res.Duration = time.Since(x.start)
-	rc.rep.Files = append(rc.rep.Files, x.res)
+	rc.rep.add(x.res)
 	if rc.r.OnFile != nil {
 		rc.r.OnFile(x.res)
 	}
