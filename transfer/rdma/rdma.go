@@ -54,6 +54,34 @@ type Config struct {
 	// row without an ACK end the connection (IB_WC_RETRY_EXC_ERR; rxe takes
 	// a retry count of 7 as unlimited).
 	AckTimeout uint8
+	// AcceptTimeout bounds the setup of one accepted connection, from its
+	// request to ESTABLISHED (default DefaultAcceptTimeout): a peer that
+	// never completes the handshake (no RTU) is dropped then.
+	AcceptTimeout time.Duration
+	// MaxPendingAccepts is how many connections a Listener sets up at once,
+	// or holds set up until Accept takes them (default
+	// DefaultMaxPendingAccepts); requests beyond it are rejected.
+	MaxPendingAccepts int
+}
+
+// Listener defaults.
+const (
+	DefaultAcceptTimeout     = 10 * time.Second
+	DefaultMaxPendingAccepts = 16
+)
+
+func (c Config) acceptTimeout() time.Duration {
+	if c.AcceptTimeout > 0 {
+		return c.AcceptTimeout
+	}
+	return DefaultAcceptTimeout
+}
+
+func (c Config) maxPending() int {
+	if c.MaxPendingAccepts > 0 {
+		return c.MaxPendingAccepts
+	}
+	return DefaultMaxPendingAccepts
 }
 
 func (c Config) maxSlots() int {
@@ -224,51 +252,125 @@ func WithDefaultPort(addr string) string {
 	return net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
 }
 
-// Listener accepts senders' connections (a transfer.Listener).
+// Listener accepts senders' connections (a transfer.Listener). One
+// goroutine reads the connection requests; each is set up in its own
+// goroutine within Config.AcceptTimeout, at most Config.MaxPendingAccepts at
+// once (more are rejected), so no peer can hold up the others: a
+// half-open connect (the REP answered by no RTU) costs one pending slot
+// for AcceptTimeout.
 type Listener struct {
-	l   *cm.Listener
-	cfg Config
+	l      *cm.Listener
+	cfg    Config
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	ready  chan *Transport // set up, for Accept
+	sem    chan struct{}   // one per pending connection
+	wg     sync.WaitGroup  // the setup goroutines
+	// loopDone is closed when the request loop ends, with loopErr.
+	loopDone chan struct{}
+	loopErr  error
+	once     sync.Once
+	closeErr error
 }
 
 // Listen listens on addr ("host:port", empty host for every RDMA device;
 // the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
-// cm.Listen. The caller must Close it.
+// cm.Listen, and starts reading requests. The caller must Close it.
 func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
 	addr = WithDefaultPort(addr)
-	l, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
+	cl, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return &Listener{l: l, cfg: cfg}, nil
+	l := &Listener{l: cl, cfg: cfg, ready: make(chan *Transport),
+		sem: make(chan struct{}, cfg.maxPending()), loopDone: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.loop()
+	return l, nil
 }
 
-// Accept waits for the next sender and accepts it. A request that fails to
-// set up is rejected and logged, and Accept waits for the next; it returns
-// an error only when the listener or ctx ends.
-func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
+// loop reads connection requests and starts a setup for each, or rejects
+// it when MaxPendingAccepts are under way.
+func (l *Listener) loop() {
+	defer close(l.loopDone)
 	for {
-		req, err := l.l.AcceptRequest(ctx)
+		req, err := l.l.AcceptRequest(l.ctx)
 		if err != nil {
-			return nil, err
+			if l.ctx.Err() != nil {
+				err = fmt.Errorf("accept on %v: %w", l.l.Addr(), cm.ErrClosed)
+			}
+			l.loopErr = err
+			return
 		}
-		t := newTransport(l.cfg)
-		c, err := req.Accept(ctx, t.options())
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if l.cfg.Logf != nil {
-				l.cfg.Logf("accept: %v", err)
-			}
+		select {
+		case l.sem <- struct{}{}:
+		default:
+			l.logf("accept: %d connections already being set up: request rejected", cap(l.sem))
+			req.Reject(nil)
 			continue
 		}
-		t.start(c)
-		return t, nil
+		l.wg.Add(1)
+		go l.setup(req)
 	}
 }
 
-// Close stops listening. It is idempotent.
-func (l *Listener) Close() error { return l.l.Close() }
+// setup accepts req within AcceptTimeout and hands the connection to
+// Accept.
+func (l *Listener) setup(req *cm.Request) {
+	defer l.wg.Done()
+	defer func() { <-l.sem }()
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.acceptTimeout())
+	t := newTransport(l.cfg)
+	c, err := req.Accept(ctx, t.options())
+	late := ctx.Err() == context.DeadlineExceeded
+	cancel()
+	if err != nil {
+		if late {
+			l.logf("accept: the peer did not complete the connection within %v: dropped (%v)", l.cfg.acceptTimeout(), err)
+		} else if l.ctx.Err() == nil {
+			l.logf("accept: %v", err)
+		}
+		return
+	}
+	t.start(c)
+	select {
+	case l.ready <- t:
+	case <-l.ctx.Done():
+		t.Close()
+	}
+}
+
+func (l *Listener) logf(format string, args ...any) {
+	if l.cfg.Logf != nil {
+		l.cfg.Logf(format, args...)
+	}
+}
+
+// Accept waits for the next sender whose connection is set up. A request
+// that fails to set up (or within AcceptTimeout) is rejected or dropped and
+// logged; Accept returns an error only when the listener or ctx ends.
+func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
+	select {
+	case t := <-l.ready:
+		return t, nil
+	case <-l.loopDone:
+		return nil, l.loopErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops listening and drops the connections being set up or not yet
+// taken by Accept. It is idempotent.
+func (l *Listener) Close() error {
+	l.once.Do(func() {
+		l.cancel()
+		<-l.loopDone
+		l.wg.Wait()
+		l.closeErr = l.l.Close()
+	})
+	return l.closeErr
+}
 
 // Addr is the address listened on.
 func (l *Listener) Addr() string { return l.l.Addr().String() }

@@ -1,0 +1,139 @@
+//go:build linux
+
+package rdma
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/transfer"
+)
+
+// halfOpen connects to a at the rdma_cm ID level and stops after the
+// receiver's REP: CONNECT_RESPONSE arrives, no RTU is ever sent (no
+// Establish). The receiver's side stays waiting for ESTABLISHED. The IDs
+// are closed at the end of the test.
+func halfOpen(t *testing.T, ctx context.Context, ch *cm.Channel, a string) *cm.ID {
+	t.Helper()
+	dst, err := netip.ParseAddrPort(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := ch.CreateID(cm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { id.Close() })
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := id.ResolveRoute(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	// No QP behind the number: the peer never gets that far.
+	if err := id.Connect(cm.ConnParam{QPNum: 0x4242, RetryCount: 7, RNRRetryCount: 7, InitiatorDepth: 1, ResponderResources: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := id.WaitEvent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != abi.RDMA_CM_EVENT_CONNECT_RESPONSE {
+		t.Fatalf("half-open connect got %v (status %d), want CONNECT_RESPONSE", ev.Type, ev.Status)
+	}
+	return id
+}
+
+// TestLabHalfOpenConnects: peers that stop after CONNECT_RESPONSE do not
+// stall the listener: an honest sender behind them is served while they
+// are still held (the accept timeout is longer than the test), and once
+// MaxPendingAccepts of them are held a further request is rejected at once.
+func TestLabHalfOpenConnects(t *testing.T) {
+	env := labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const port = 18650
+	a := addr(env.Addr, port)
+	dst := t.TempDir()
+	srv := serve(t, ctx, port, Config{AcceptTimeout: time.Hour, MaxPendingAccepts: 3}, labReceiver(dst))
+	ch, err := cm.OpenChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for range 2 {
+		halfOpen(t, ctx, ch, a)
+	}
+	src := filepath.Join(t.TempDir(), "f")
+	data := labContent("f", 256<<10)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sendFile(ctx, a, &transfer.Sender{}, src)
+	if err != nil || !rep.OK(1) {
+		t.Fatalf("sender behind two half-open connects: %v %+v", err, rep)
+	}
+	if _, err := srv.waitConn(t, 1); err != nil {
+		t.Errorf("receiver: %v", err)
+	}
+	srv.alive(t)
+
+	// Fill the pending setups (2 held + 1), then one more is rejected.
+	halfOpen(t, ctx, ch, a)
+	tr, err := Dial(ctx, a, Config{})
+	if err == nil {
+		tr.Close()
+		t.Fatal("a connect beyond MaxPendingAccepts half-open setups was accepted")
+	}
+	if !errors.Is(err, cm.ErrRejected) {
+		t.Errorf("connect beyond MaxPendingAccepts: %v, want rejected", err)
+	}
+}
+
+// TestLabAcceptTimeout: a half-open connect is dropped after AcceptTimeout,
+// and its pending slot serves the next sender.
+func TestLabAcceptTimeout(t *testing.T) {
+	env := labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const port = 18651
+	a := addr(env.Addr, port)
+	logs := make(chan string, 64)
+	cfg := Config{AcceptTimeout: 2 * time.Second, MaxPendingAccepts: 1, Logf: func(f string, args ...any) {
+		select {
+		case logs <- f:
+		default:
+		}
+	}}
+	serve(t, ctx, port, cfg, labReceiver(t.TempDir()))
+	ch, err := cm.OpenChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	halfOpen(t, ctx, ch, a)
+	src := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(src, labContent("f", 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Rejected while the slot is held; served once it is dropped.
+	var rep *transfer.Report
+	for {
+		rep, err = sendFile(ctx, a, &transfer.Sender{}, src)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil || !rep.OK(1) {
+		t.Fatalf("sender after the half-open connect timed out: %v", err)
+	}
+}
