@@ -29,10 +29,27 @@ func (c *conn) send(ctx context.Context, m Message) error {
 		return &Error{Code: CodeInternal, Text: err.Error()}
 	}
 	c.buf = b
-	if err := c.t.Send(ctx, b); err != nil {
+	if err := c.bounded(ctx, func(ctx context.Context) error { return c.t.Send(ctx, b) }); err != nil {
 		return fmt.Errorf("send %v: %w", m.Type(), err)
 	}
 	return nil
+}
+
+// bounded runs op (a Send, WriteImm or Drain, which block while the peer
+// takes nothing) within the idle timeout: a peer that stops reading ends
+// the connection with ErrPeerGone, not a hang.
+func (c *conn) bounded(ctx context.Context, op func(context.Context) error) error {
+	if c.idle <= 0 {
+		return op(ctx)
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.idle)
+	err := op(bctx)
+	late := ctx.Err() == nil && bctx.Err() != nil
+	cancel()
+	if err != nil && late && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the peer has taken nothing for %v", ErrPeerGone, c.idle)
+	}
+	return err
 }
 
 // recv waits (at most the idle timeout) for the next arrival: a decoded

@@ -240,3 +240,72 @@ func TestReportBounded(t *testing.T) {
 	}
 	st.Close()
 }
+
+// fakeReceiver runs the receiving end by hand against a Sender: it answers
+// HELLO with hello, and the first FILE with RESUME-OFFSET 0 and window (its
+// address and key filled in from a region it registers when reg is set),
+// then reads nothing more. It returns the sender's outcome.
+func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.Config, hello *transfer.Hello, window *transfer.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
+	t.Helper()
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, size)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+	defer rt.Close()
+	p := &rawPeer{t: t, tr: rt, ctx: ctx}
+	go func() {
+		if _, err := p.recv(); err != nil { // HELLO
+			return
+		}
+		p.send(hello)
+		m, err := p.recv()
+		if err != nil {
+			return
+		}
+		if _, ok := m.(*transfer.File); !ok {
+			return
+		}
+		p.send(&transfer.ResumeOffset{ID: 1})
+		if reg {
+			w, err := rt.Register(int(window.Slots*window.SlotSize), true)
+			if err != nil {
+				return
+			}
+			window.Addr, window.RKey = w.Remote().Addr, w.Remote().RKey
+		}
+		p.send(window)
+		<-ctx.Done() // and read nothing
+	}()
+	rep, err := s.Send(ctx, st, plan(t, filepath.Join(src, "f")))
+	if ctx.Err() != nil {
+		t.Errorf("the sender was still blocked after a minute: %v", err)
+	}
+	st.Close()
+	return rep, err, st
+}
+
+// A receiver that announces a larger window than the sender asked for is
+// refused before the sender stages anything.
+func TestSenderCapsWindow(t *testing.T) {
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 64, SlotSize: 1 << 20}
+	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
+	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, transfertest.Config{}, hello, window, false)
+	if !errors.Is(err, transfer.ErrProtocol) {
+		t.Errorf("sender: %v, want a protocol error for the oversized window", err)
+	}
+	if _, peak, _ := st.Registered(); peak > 2*4096 {
+		t.Errorf("the sender staged %d bytes after asking for 2×4096", peak)
+	}
+}
+
+// A receiver that announces a window and stops reading (its queue fills,
+// the sender's writes block) makes the sender fail with ErrPeerGone within
+// its idle timeout, not hang.
+func TestReceiverStopsReading(t *testing.T) {
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 64, SlotSize: 4096}
+	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 4096}
+	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, transfertest.Config{MaxSlots: 4}, hello, window, true)
+	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
+		t.Errorf("sender: %v, want ErrPeerGone (the peer takes nothing)", err)
+	}
+}

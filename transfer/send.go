@@ -87,7 +87,8 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 		// After a clean run every item has its RESULT and the BYEs are
 		// exchanged: a peer gone before acknowledging our last message
 		// (its ACK lost on a lossy link) costs nothing either.
-		if derr := t.Drain(ctx); err == nil && derr != nil && !errors.Is(derr, ErrPeerGone) {
+		derr := sc.c.bounded(ctx, t.Drain)
+		if err == nil && derr != nil && !errors.Is(derr, ErrPeerGone) {
 			err = derr
 		}
 		sc.stage.Close()
@@ -185,6 +186,9 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 		return &Error{Code: CodeAuthRequired, Text: "this sender has a pre-shared key but the receiver has none: start the receiver with the same --psk-file (refusing to send to an unauthenticated receiver)"}
 	case sc.s.PSK == nil && hr.Flags&HelloPSK != 0:
 		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key: run the sender with --psk-file"}
+	}
+	if (sc.s.Slots > 0 && int64(hr.Slots) > int64(hs.Slots)) || (sc.s.SlotSize > 0 && int64(hr.SlotSize) > int64(hs.SlotSize)) {
+		return protoErrorf("the receiver offers a window of %d×%d bytes, more than the %d×%d this sender asked for", hr.Slots, hr.SlotSize, hs.Slots, hs.SlotSize)
 	}
 	sc.slots, sc.slotSize = int(hr.Slots), int(hr.SlotSize)
 	if sc.s.PSK == nil {
@@ -330,7 +334,7 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 		need := slots * int(slotSize)
 		if sc.stage == nil || len(sc.stage.Bytes()) < need {
 			if sc.stage != nil {
-				if err := sc.c.t.Drain(ctx); err != nil {
+				if err := sc.c.bounded(ctx, sc.c.t.Drain); err != nil {
 					return err
 				}
 				sc.stage.Close()
@@ -379,7 +383,9 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 				localErr = fmt.Errorf("read %s at %d: %w (did it shrink while being sent?)", it.Path, pos, err)
 				break
 			}
-			if err := sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent)); err != nil {
+			if err := sc.c.bounded(ctx, func(ctx context.Context) error {
+				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent))
+			}); err != nil {
 				return fmt.Errorf("write chunk %d of %s: %w", sent, it.Name, err)
 			}
 			// Hash while the device reads the slot: both only read it, and
