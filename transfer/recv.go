@@ -89,7 +89,11 @@ type Receiver struct {
 	// writeFault, for tests, runs before each write into a partial file; an
 	// error it returns is the write's.
 	writeFault func(name string, off int64, n int) error
+	// noLink, for tests, commits as on a file system without hard links.
+	noLink bool
 }
+
+var errNoLink = errors.New("hard links disabled (test)")
 
 // FileResult is what happened to one file or directory.
 type FileResult struct {
@@ -246,6 +250,7 @@ type recvConn struct {
 	buf      []byte // rehash buffer
 	chunk    []byte // a chunk copied out of the window, hashed and written
 	handing  bool   // counted in Receiver.nhand
+	umask    uint32 // the process's, when the connection started
 }
 
 // handshakeOver takes the connection out of Receiver.nhand (once).
@@ -266,6 +271,7 @@ func (rc *recvConn) run(ctx context.Context) error {
 	}
 	rc.root = root
 	defer root.Close()
+	rc.umask = umask()
 	// HELLO (and AUTH) within the handshake timeout, whatever the idle
 	// timeout: an unauthenticated peer holds a slot only that long.
 	hctx, cancel := context.WithTimeout(ctx, rc.r.handshakeTimeout())
@@ -659,7 +665,9 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 		rc.discard(x)
 		return rc.rejectErr(ctx, x, "sync", err)
 	}
-	if err := f.Chmod(fs.FileMode(m.Mode & 0o777)); err != nil {
+	// The sender's permission bits, less the receiver's umask (as if the
+	// file had been created with them).
+	if err := f.Chmod(fs.FileMode(m.Mode & 0o777 &^ rc.umask)); err != nil {
 		rc.discard(x)
 		return rc.rejectErr(ctx, x, "chmod", err)
 	}
@@ -686,13 +694,17 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 
 // commit renames partial to name, refusing to replace an existing name
 // unless Force is set: without Force it hard-links (which fails if name
-// exists) and unlinks the partial, so there is no window in which a file
-// created concurrently is overwritten.
+// exists) and unlinks the partial, or on file systems without hard links
+// renames with RENAME_NOREPLACE, so a file created concurrently under name
+// is never overwritten.
 func (rc *recvConn) commit(partial, name string) error {
 	if rc.r.Force {
 		return rc.root.Rename(partial, name)
 	}
-	err := rc.root.Link(partial, name)
+	err := errNoLink
+	if !rc.r.noLink {
+		err = rc.root.Link(partial, name)
+	}
 	if err == nil {
 		rc.root.Remove(partial)
 		return nil
@@ -700,11 +712,35 @@ func (rc *recvConn) commit(partial, name string) error {
 	if errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	// File systems without hard links: check, then rename.
-	if _, lerr := rc.root.Lstat(name); lerr == nil {
+	return rc.renameNoReplace(partial, name)
+}
+
+// renameNoReplace renames partial to name (both in one directory) unless
+// name exists: renameat2(RENAME_NOREPLACE) on the directory opened through
+// the root, so no symbolic link is followed.
+func (rc *recvConn) renameNoReplace(partial, name string) error {
+	dir, err := rc.root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	raw, err := dir.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if err := raw.Control(func(fd uintptr) {
+		rerr = renameNoReplace(int(fd), path.Base(partial), path.Base(name))
+	}); err != nil {
+		return err
+	}
+	if rerr == nil {
+		return nil
+	}
+	if errors.Is(rerr, fs.ErrExist) {
 		return &fs.PathError{Op: "rename", Path: name, Err: fs.ErrExist}
 	}
-	return rc.root.Rename(partial, name)
+	return &fs.PathError{Op: "rename", Path: name, Err: fmt.Errorf("%w (this file system has neither hard links nor rename without replacing: start the receiver with --force to replace existing files)", rerr)}
 }
 
 // result sends RESULT and records the file's outcome.

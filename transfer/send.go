@@ -234,9 +234,18 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 		return res, sc.awaitResult(ctx, &res, nil, 0, 0)
 	}
 
-	f, err := os.Open(it.Path)
+	// Open what was planned: no symbolic link swapped in since (O_NOFOLLOW
+	// unless the caller named the path), and the same file Plan found.
+	flag := os.O_RDONLY
+	if !it.follow {
+		flag |= oNoFollow
+	}
+	f, err := os.OpenFile(it.Path, flag, 0)
 	if err != nil {
 		res.Err = fmt.Errorf("open %s: %w", it.Path, err)
+		if isLoop(err) {
+			res.Err = fmt.Errorf("open %s: it became a symbolic link after it was planned: not sent", it.Path)
+		}
 		return res, nil
 	}
 	defer f.Close()
@@ -246,6 +255,10 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 			err = fmt.Errorf("not a regular file (%v)", st.Mode().Type())
 		}
 		res.Err = fmt.Errorf("send %s: %w", it.Path, err)
+		return res, nil
+	}
+	if it.planned != nil && !os.SameFile(it.planned, st) {
+		res.Err = fmt.Errorf("send %s: it was replaced by another file after it was planned: not sent", it.Path)
 		return res, nil
 	}
 	size := st.Size()
