@@ -29,3 +29,7 @@ func SetNoHardLinks(r *Receiver, before func(to string)) {
 
 // RestoreRename undoes SetNoHardLinks' hook.
 func RestoreRename() { renameNoReplace = sys.RenameNoReplace }
+
+// SetHashChunkHook makes f run after each chunk of a resumed prefix is
+// hashed (nil: nothing).
+func SetHashChunkHook(f func()) { hashChunkHook = f }

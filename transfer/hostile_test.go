@@ -110,7 +110,7 @@ func TestHandshakeDeadline(t *testing.T) {
 	}{
 		{"silent", nil, func(*rawPeer) {}},
 		{"hello then silent", []byte("0123456789abcdef0123456789abcdef"), func(p *rawPeer) {
-			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1, Flags: transfer.HelloPSK})
+			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK})
 			p.expect(transfer.MsgHello)
 		}},
 	} {
@@ -288,7 +288,7 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.
 // A receiver that announces a larger window than the sender asked for is
 // refused before the sender stages anything.
 func TestSenderCapsWindow(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 64, SlotSize: 1 << 20}
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
 	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
 	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, transfertest.Config{}, hello, window, false)
 	if !errors.Is(err, transfer.ErrProtocol) {
@@ -303,7 +303,7 @@ func TestSenderCapsWindow(t *testing.T) {
 // the sender's writes block) makes the sender fail with ErrPeerGone within
 // its idle timeout, not hang.
 func TestReceiverStopsReading(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 64, SlotSize: 4096}
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 4096}
 	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 4096}
 	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, transfertest.Config{MaxSlots: 4}, hello, window, true)
 	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
@@ -411,4 +411,66 @@ func TestSenderRefusesSwappedSymlink(t *testing.T) {
 	if r := o.srep.Files[0]; r.Verified || r.Err == nil || !strings.Contains(r.Err.Error(), "replaced") {
 		t.Errorf("replaced file: verified=%v %v, want refused", r.Verified, r.Err)
 	}
+}
+
+// With a pre-shared key, a control message altered on the way after AUTH
+// (here the FILE's mode, made world-writable) ends the connection instead
+// of taking effect.
+func TestSessionMACBindsMessages(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(92, 3000)})
+	dst := t.TempDir()
+	r := smallReceiver(dst)
+	r.PSK = key
+	alter := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+		body := msg
+		m, err := transfer.Decode(body)
+		if err != nil && len(msg) > transfer.MACSize {
+			body = msg[:len(msg)-transfer.MACSize]
+			m, err = transfer.Decode(body)
+		}
+		if f, ok := m.(*transfer.File); ok && err == nil {
+			f.Mode = 0o777
+			b, _ := transfer.Encode(f)
+			copy(body, b)
+		}
+		return transfertest.Deliver
+	}}}
+	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, transfertest.Config{})
+	if !errors.Is(o.rerr, transfer.ErrAuthFailed) {
+		t.Errorf("receiver: %v, want the session MAC to fail", o.rerr)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "f")); err == nil {
+		t.Errorf("the altered FILE took effect: %v", fi.Mode())
+	}
+	if o.srep.OK(1) {
+		t.Error("the sender reports success")
+	}
+}
+
+// --resume of a partial copy whose hashing outlasts the idle timeout: both
+// ends send KEEPALIVEs while they hash, and the copy completes.
+func TestResumeKeepAlive(t *testing.T) {
+	const prefix = 12 << 20
+	data := randBytes(93, prefix+5000)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dst, transfer.PartialName("f")), data[:prefix], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Each 1 MiB chunk takes 40 ms: 12 chunks, about 0.5 s at each end,
+	// against an idle timeout of 250 ms.
+	transfer.SetHashChunkHook(func() { time.Sleep(40 * time.Millisecond) })
+	defer transfer.SetHashChunkHook(nil)
+	r := smallReceiver(dst)
+	r.IdleTimeout = 250 * time.Millisecond
+	o := pair(t, r, &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	if f := o.srep.Files[0]; f.Offset != prefix {
+		t.Errorf("resumed at %d, want %d", f.Offset, prefix)
+	}
+	sameTree(t, src, dst)
 }

@@ -349,7 +349,11 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		"the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"); err != nil {
 		return err
 	}
-	return rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)})
+	if err := rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)}); err != nil {
+		return err
+	}
+	rc.c.bind(rc.r.PSK, helloS, helloR, false)
+	return nil
 }
 
 func (r *Receiver) lock(name string) bool {
@@ -450,7 +454,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	var offer ResumeOffset
 	offer.ID = m.ID
 	if m.Flags&FileResume != 0 {
-		if off, err := rc.rehash(f, int64(m.Size), x.h); err == nil && off > 0 {
+		if off, err := rc.rehash(ctx, f, int64(m.Size), x.h); err == nil && off > 0 {
 			offer.Offset = uint64(off)
 			x.h.Sum(offer.Digest[:0])
 		}
@@ -492,7 +496,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 
 // rehash hashes the partial copy into h (which it leaves dirty on error) and
 // returns its length; a partial longer than size is no prefix and gives 0.
-func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
+func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, h hash.Hash) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, err
@@ -504,11 +508,36 @@ func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
 	if rc.buf == nil {
 		rc.buf = make([]byte, 1<<20)
 	}
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n), rc.buf); err != nil {
+	if _, err := hashPrefix(ctx, rc.c, h, io.NewSectionReader(f, 0, n), n, rc.buf); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
+
+// hashPrefix hashes the first n bytes of r into h, sending KEEPALIVEs on c
+// meanwhile (a long prefix takes longer than the peer's idle timeout). It
+// returns how many bytes it hashed.
+func hashPrefix(ctx context.Context, c *conn, h hash.Hash, r io.Reader, n int64, buf []byte) (int64, error) {
+	var done int64
+	for done < n {
+		k, err := io.ReadFull(r, buf[:min(int64(len(buf)), n-done)])
+		h.Write(buf[:k])
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+		if hashChunkHook != nil {
+			hashChunkHook()
+		}
+		if err := c.keepAlive(ctx); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// hashChunkHook, for tests, runs after each chunk hashPrefix hashes.
+var hashChunkHook func()
 
 // data runs the window, then DONE and the verdict.
 func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error) {

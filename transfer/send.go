@@ -197,8 +197,12 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if err := sc.c.send(ctx, &Auth{MAC: authMAC(sc.s.PSK, labelSender, helloS, helloR)}); err != nil {
 		return err
 	}
-	return sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
-		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends")
+	if err := sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
+		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends"); err != nil {
+		return err
+	}
+	sc.c.bind(sc.s.PSK, helloS, helloR, true)
+	return nil
 }
 
 func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {
@@ -294,7 +298,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 			return res, protoErrorf("the receiver offers to resume %s at %d (size %d) unasked", it.Name, ro.Offset, size)
 		}
 		// Hash our prefix: resume only if both ends hold the same bytes.
-		n, err := io.CopyN(h, f, int64(ro.Offset))
+		n, err := hashPrefix(ctx, sc.c, h, f, int64(ro.Offset), make([]byte, 1<<20))
 		var sum [DigestSize]byte
 		h.Sum(sum[:0])
 		reply := &ResumeOffset{ID: sc.id}
