@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -58,9 +59,13 @@ type Config struct {
 	// request to ESTABLISHED (default DefaultAcceptTimeout): a peer that
 	// never completes the handshake (no RTU) is dropped then.
 	AcceptTimeout time.Duration
-	// MaxPendingAccepts is how many connections a Listener sets up at once,
-	// or holds set up until Accept takes them (default
-	// DefaultMaxPendingAccepts); requests beyond it are rejected.
+	// MaxPendingAccepts is how many connections a Listener sets up at once
+	// (default DefaultMaxPendingAccepts): a request beyond it evicts the
+	// oldest setup still waiting for its peer (as a SYN queue drops its
+	// oldest entry), so held half-open connects cannot lock out a sender
+	// whose handshake completes. It also bounds the connections set up and
+	// not yet taken by Accept, and twice it the setups alive (evicted ones
+	// tear down); requests beyond those are rejected.
 	MaxPendingAccepts int
 }
 
@@ -255,17 +260,22 @@ func WithDefaultPort(addr string) string {
 // Listener accepts senders' connections (a transfer.Listener). One
 // goroutine reads the connection requests; each is set up in its own
 // goroutine within Config.AcceptTimeout, at most Config.MaxPendingAccepts at
-// once (more are rejected), so no peer can hold up the others: a
-// half-open connect (the REP answered by no RTU) costs one pending slot
-// for AcceptTimeout.
+// once (a further request evicts the oldest), so no peer can hold up the
+// others: a half-open connect (the REP answered by no RTU) holds one
+// pending slot until AcceptTimeout or until newer requests push it out.
 type Listener struct {
 	l      *cm.Listener
 	cfg    Config
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	ready  chan *Transport // set up, for Accept
-	sem    chan struct{}   // one per pending connection
 	wg     sync.WaitGroup  // the setup goroutines
+
+	mu      sync.Mutex
+	setups  []*setup // in progress, oldest first
+	waiting int      // set up, not yet taken by Accept
+	live    int      // setup goroutines alive (evicted ones included)
+
 	// loopDone is closed when the request loop ends, with loopErr.
 	loopDone chan struct{}
 	loopErr  error
@@ -282,17 +292,24 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	l := &Listener{l: cl, cfg: cfg, ready: make(chan *Transport),
-		sem: make(chan struct{}, cfg.maxPending()), loopDone: make(chan struct{})}
+	l := &Listener{l: cl, cfg: cfg, ready: make(chan *Transport), loopDone: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.loop()
 	return l, nil
 }
 
-// loop reads connection requests and starts a setup for each, or rejects
-// it when MaxPendingAccepts are under way.
+// setup is one connection being set up.
+type setup struct {
+	cancel  context.CancelFunc
+	evicted bool
+}
+
+// loop reads connection requests and starts a setup for each: evicting the
+// oldest setup when MaxPendingAccepts are under way, rejecting the request
+// when too many connections wait for Accept or too many setups are alive.
 func (l *Listener) loop() {
 	defer close(l.loopDone)
+	limit := l.cfg.maxPending()
 	for {
 		req, err := l.l.AcceptRequest(l.ctx)
 		if err != nil {
@@ -302,32 +319,55 @@ func (l *Listener) loop() {
 			l.loopErr = err
 			return
 		}
-		select {
-		case l.sem <- struct{}{}:
-		default:
-			l.logf("accept: %d connections already being set up: request rejected", cap(l.sem))
+		l.mu.Lock()
+		if l.waiting >= limit || l.live >= 2*limit {
+			waiting, live := l.waiting, l.live
+			l.mu.Unlock()
+			l.logf("accept: %d connections wait for Accept, %d setups alive: request rejected", waiting, live)
 			req.Reject(nil)
 			continue
 		}
+		if len(l.setups) >= limit {
+			old := l.setups[0]
+			l.setups = l.setups[1:]
+			old.evicted = true
+			old.cancel()
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.acceptTimeout())
+		s := &setup{cancel: cancel}
+		l.setups = append(l.setups, s)
+		l.live++
+		l.mu.Unlock()
 		l.wg.Add(1)
-		go l.setup(req)
+		go l.setup(ctx, s, req)
 	}
 }
 
-// setup accepts req within AcceptTimeout and hands the connection to
-// Accept.
-func (l *Listener) setup(req *cm.Request) {
+// setup accepts req (within ctx: AcceptTimeout, eviction, Close) and hands
+// the connection to Accept.
+func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
 	defer l.wg.Done()
-	defer func() { <-l.sem }()
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.acceptTimeout())
 	t := newTransport(l.cfg)
 	c, err := req.Accept(ctx, t.options())
 	late := ctx.Err() == context.DeadlineExceeded
-	cancel()
+	l.mu.Lock()
+	if i := slices.Index(l.setups, s); i >= 0 {
+		l.setups = slices.Delete(l.setups, i, i+1)
+	}
+	evicted := s.evicted
+	l.live--
+	if err == nil {
+		l.waiting++
+	}
+	l.mu.Unlock()
+	s.cancel()
 	if err != nil {
-		if late {
+		switch {
+		case late:
 			l.logf("accept: the peer did not complete the connection within %v: dropped (%v)", l.cfg.acceptTimeout(), err)
-		} else if l.ctx.Err() == nil {
+		case evicted:
+			l.logf("accept: %d newer requests arrived while the peer did not complete the connection: dropped", l.cfg.maxPending())
+		case l.ctx.Err() == nil:
 			l.logf("accept: %v", err)
 		}
 		return
@@ -338,6 +378,9 @@ func (l *Listener) setup(req *cm.Request) {
 	case <-l.ctx.Done():
 		t.Close()
 	}
+	l.mu.Lock()
+	l.waiting--
+	l.mu.Unlock()
 }
 
 func (l *Listener) logf(format string, args ...any) {
