@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,11 @@ import (
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/transfer"
 )
+
+// halfOpenQPN numbers the half-open connects' fake QPs.
+var halfOpenQPN atomic.Uint32
+
+func init() { halfOpenQPN.Store(0x4200) }
 
 // halfOpen connects to a at the rdma_cm ID level and stops after the
 // receiver's REP: CONNECT_RESPONSE arrives, no RTU is ever sent (no
@@ -39,8 +45,11 @@ func halfOpen(t *testing.T, ctx context.Context, ch *cm.Channel, a string) *cm.I
 	if err := id.ResolveRoute(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	// No QP behind the number: the peer never gets that far.
-	if err := id.Connect(cm.ConnParam{QPNum: 0x4242, RetryCount: 7, RNRRetryCount: 7, InitiatorDepth: 1, ResponderResources: 1}); err != nil {
+	// No QP behind the number (the peer never gets that far), but a new
+	// one each time: the CM rejects a QP number it already has a
+	// connection from as stale.
+	qpn := halfOpenQPN.Add(1)
+	if err := id.Connect(cm.ConnParam{QPNum: qpn, RetryCount: 7, RNRRetryCount: 7, InitiatorDepth: 1, ResponderResources: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := id.WaitEvent(ctx)
