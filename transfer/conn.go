@@ -16,6 +16,11 @@ type conn struct {
 	last []byte // the raw bytes of the last message received (for AUTH)
 	// failed is set once an ERROR went out: one per connection.
 	failed bool
+	// The session MAC (with a pre-shared key, after AUTH; see bind): the
+	// keys and message counters of each direction.
+	sendKey, recvKey []byte
+	sendSeq, recvSeq uint64
+	lastSend         time.Time
 }
 
 func newConn(t Transport, idle time.Duration) *conn {
@@ -28,43 +33,96 @@ func (c *conn) send(ctx context.Context, m Message) error {
 	if err != nil {
 		return &Error{Code: CodeInternal, Text: err.Error()}
 	}
+	if c.sendKey != nil {
+		if b, err = sealMessage(b, c.sendKey, c.sendSeq); err != nil {
+			return &Error{Code: CodeInternal, Text: err.Error()}
+		}
+		c.sendSeq++
+	}
 	c.buf = b
-	if err := c.t.Send(ctx, b); err != nil {
+	c.lastSend = time.Now()
+	if err := c.bounded(ctx, func(ctx context.Context) error { return c.t.Send(ctx, b) }); err != nil {
 		return fmt.Errorf("send %v: %w", m.Type(), err)
 	}
 	return nil
 }
 
+// keepAlive sends KEEPALIVE when a quarter of the idle timeout has passed
+// since the last message: what an end does while it works without talking
+// (hashing a long prefix), so the peer does not give up on it.
+func (c *conn) keepAlive(ctx context.Context) error {
+	if c.idle <= 0 || time.Since(c.lastSend) < c.idle/4 {
+		return nil
+	}
+	return c.send(ctx, &KeepAlive{})
+}
+
+// open checks and strips the session MAC of a received message (when the
+// session is bound) and decodes it.
+func (c *conn) open(b []byte) (Message, error) {
+	if c.recvKey != nil {
+		var err error
+		if b, err = openMessage(b, c.recvKey, c.recvSeq); err != nil {
+			return nil, err
+		}
+		c.recvSeq++
+	}
+	return Decode(b)
+}
+
+// bounded runs op (a Send, WriteImm or Drain, which block while the peer
+// takes nothing) within the idle timeout: a peer that stops reading ends
+// the connection with ErrPeerGone, not a hang.
+func (c *conn) bounded(ctx context.Context, op func(context.Context) error) error {
+	if c.idle <= 0 {
+		return op(ctx)
+	}
+	bctx, cancel := context.WithTimeout(ctx, c.idle)
+	err := op(bctx)
+	late := ctx.Err() == nil && bctx.Err() != nil
+	cancel()
+	if err != nil && late && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: the peer has taken nothing for %v", ErrPeerGone, c.idle)
+	}
+	return err
+}
+
 // recv waits (at most the idle timeout) for the next arrival: a decoded
 // message, or a write (nil Message). An ERROR from the peer comes back as a
 // remote *Error.
+// KEEPALIVEs are taken here (each restarts the idle timeout).
 func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
-	rctx, cancel := ctx, context.CancelFunc(nil)
-	if c.idle > 0 {
-		rctx, cancel = context.WithTimeout(ctx, c.idle)
-	}
-	a, err := c.t.Receive(rctx)
-	if cancel != nil {
-		cancel()
-	}
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, a, fmt.Errorf("%w: nothing from the peer for %v", ErrPeerGone, c.idle)
+	for {
+		rctx, cancel := ctx, context.CancelFunc(nil)
+		if c.idle > 0 {
+			rctx, cancel = context.WithTimeout(ctx, c.idle)
 		}
-		return nil, a, err
+		a, err := c.t.Receive(rctx)
+		if cancel != nil {
+			cancel()
+		}
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				return nil, a, fmt.Errorf("%w: nothing from the peer for %v", ErrPeerGone, c.idle)
+			}
+			return nil, a, err
+		}
+		if a.Write {
+			return nil, a, nil
+		}
+		c.last = a.Msg
+		m, err := c.open(a.Msg)
+		if err != nil {
+			return nil, a, err
+		}
+		switch m := m.(type) {
+		case *KeepAlive:
+			continue
+		case *ErrorMsg:
+			return nil, a, &Error{Code: m.Code, Text: m.Text, Remote: true}
+		}
+		return m, a, nil
 	}
-	if a.Write {
-		return nil, a, nil
-	}
-	c.last = a.Msg
-	m, err := Decode(a.Msg)
-	if err != nil {
-		return nil, a, err
-	}
-	if e, ok := m.(*ErrorMsg); ok {
-		return nil, a, &Error{Code: e.Code, Text: e.Text, Remote: true}
-	}
-	return m, a, nil
 }
 
 // fail tells the peer about a fatal local error (best effort, briefly) and
@@ -108,7 +166,7 @@ func (c *conn) explain(ctx context.Context, err error) error {
 		if a.Write {
 			continue
 		}
-		if m, derr := Decode(a.Msg); derr == nil {
+		if m, derr := c.open(a.Msg); derr == nil {
 			if em, ok := m.(*ErrorMsg); ok {
 				return fmt.Errorf("%w (then: %v)", &Error{Code: em.Code, Text: em.Text, Remote: true}, err)
 			}

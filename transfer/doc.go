@@ -28,6 +28,12 @@
 //	BYE                                 →
 //	                                      ← BYE
 //
+// Either end may send KEEPALIVE (no payload, no answer) while it works
+// without talking — hashing a long partial copy for --resume — so the
+// peer's idle timeout does not end the connection. With a pre-shared key,
+// every message after the AUTH exchange ends with a session MAC (protocol
+// version 2; see bind in auth.go).
+//
 // Directories are a FILE of kind directory answered by RESULT at once; an
 // empty remainder (an empty file, a complete partial) has no WINDOW.
 //
@@ -54,9 +60,12 @@
 // no name and no symbolic link on the receiver leads outside its directory.
 // Memory is exposed per transfer (WINDOW) and withdrawn when its data is in.
 // A pre-shared key authenticates both ends before anything else (see
-// authMAC); it does not encrypt, and the SHA-256 that proves integrity is not
-// keyed: it catches corruption, not an attacker who can rewrite both the
-// data and DONE on the wire. Modes keep their permission bits only (no
+// authMAC) and binds the rest of the session: every later control message
+// carries a MAC under a key derived from the handshake, so DONE's and
+// RESULT's digests cannot be rewritten on the wire, and data altered on the
+// way fails verification. It does not encrypt. Without a key, the SHA-256
+// catches corruption, not an attacker who can rewrite both the data and
+// DONE. Modes keep their permission bits only (no
 // setuid, setgid or sticky bit); directories keep their mode, not their
 // modification time (their contents change it); symbolic links, devices,
 // sockets and pipes are not sent.

@@ -61,6 +61,8 @@ type Error struct {
 	Remote bool
 }
 
+// Error says what happened; the text is escaped (Escape): it may come from
+// the peer.
 func (e *Error) Error() string {
 	where := ""
 	if e.Remote {
@@ -69,7 +71,7 @@ func (e *Error) Error() string {
 	if e.Text == "" {
 		return where + e.Code.String()
 	}
-	return where + e.Code.String() + ": " + e.Text
+	return where + e.Code.String() + ": " + Escape(e.Text)
 }
 
 // Is matches any *Error with the same Code.

@@ -1,5 +1,7 @@
 package transfer
 
+import "github.com/rdmago/rdmago/internal/sys"
+
 // Hooks for the external tests (package transfer_test), which use
 // transfer/transfertest and so cannot be in package transfer.
 
@@ -10,3 +12,24 @@ const ParallelHashMin = parallelHashMin
 // SetWriteFault makes r run f before each write into a partial file; an
 // error f returns is the write's.
 func SetWriteFault(r *Receiver, f func(name string, off int64, n int) error) { r.writeFault = f }
+
+// SetNoHardLinks makes r commit files as on a file system without hard
+// links, and runs before (when set) just before its rename, with the
+// target's base name.
+func SetNoHardLinks(r *Receiver, before func(to string)) {
+	r.noLink = true
+	renameNoReplace = sys.RenameNoReplace
+	if before != nil {
+		renameNoReplace = func(dirfd int, from, to string) error {
+			before(to)
+			return sys.RenameNoReplace(dirfd, from, to)
+		}
+	}
+}
+
+// RestoreRename undoes SetNoHardLinks' hook.
+func RestoreRename() { renameNoReplace = sys.RenameNoReplace }
+
+// SetHashChunkHook makes f run after each chunk of a resumed prefix is
+// hashed (nil: nothing).
+func SetHashChunkHook(f func()) { hashChunkHook = f }

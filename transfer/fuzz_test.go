@@ -23,7 +23,7 @@ func seeds() []transfer.Message {
 	d[3] = 9
 	return []transfer.Message{
 		&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
-		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096},
+		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096},
 		&transfer.Auth{MAC: d},
 		&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
 		&transfer.File{ID: 2, Kind: transfer.KindDir, Mode: 0o700, Name: "dir"},
@@ -34,6 +34,7 @@ func seeds() []transfer.Message {
 		&transfer.Result{ID: 7, Code: transfer.CodeDigest, Digest: d, Text: "mismatch ü"},
 		&transfer.ErrorMsg{Code: transfer.CodeProtocol, Text: "bad"},
 		&transfer.Bye{},
+		&transfer.KeepAlive{},
 	}
 }
 
@@ -123,6 +124,9 @@ func FuzzDecodeDone(f *testing.F)   { fuzzPayload(f, transfer.MsgDone, transfer.
 func FuzzDecodeResult(f *testing.F) { fuzzPayload(f, transfer.MsgResult, transfer.DecodeResult) }
 func FuzzDecodeError(f *testing.F)  { fuzzPayload(f, transfer.MsgError, transfer.DecodeError) }
 func FuzzDecodeBye(f *testing.F)    { fuzzPayload(f, transfer.MsgBye, transfer.DecodeBye) }
+func FuzzDecodeKeepAlive(f *testing.F) {
+	fuzzPayload(f, transfer.MsgKeepAlive, transfer.DecodeKeepAlive)
+}
 
 // checkSafeName: an accepted name stays inside any directory it is joined to.
 func checkSafeName(t *testing.T, name string) {
@@ -195,7 +199,7 @@ func FuzzReceiver(f *testing.F) {
 			}
 		}()
 		p := &rawPeer{t: t, tr: st, ctx: ctx}
-		p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
+		p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
 		for len(in) >= 2 {
 			n := int(binary.BigEndian.Uint16(in))
 			in = in[2:]

@@ -64,7 +64,7 @@ func (p *rawPeer) expect(want transfer.MsgType) transfer.Message {
 
 func (p *rawPeer) hello() *transfer.Hello {
 	p.t.Helper()
-	p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
+	p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
 	return p.expect(transfer.MsgHello).(*transfer.Hello)
 }
 
@@ -137,7 +137,7 @@ func TestMalformedRejected(t *testing.T) {
 	raw := func(b []byte) step { return func(p *rawPeer) { p.sendRaw(b) } }
 	msg := func(m transfer.Message) step { return func(p *rawPeer) { p.send(m) } }
 	window := func(p *rawPeer) { p.startFile(1, "f", 3*tSlotSize) }
-	goodHello := enc(t, &transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})
+	goodHello := enc(t, &transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
 	cases := []struct {
 		name  string
 		steps []step
@@ -153,8 +153,9 @@ func TestMalformedRejected(t *testing.T) {
 		{"unknown type", []step{raw(header(99, 0))}, transfer.CodeProtocol, "unknown type 99"},
 		{"FILE before HELLO", []step{msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Name: "d"})}, transfer.CodeProtocol, "unexpected FILE before HELLO"},
 		{"data before HELLO", []step{func(p *rawPeer) { p.imm(0, 10) }}, transfer.CodeProtocol, "unexpected data write before HELLO"},
-		{"HELLO from a receiver", []step{msg(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: 1, MaxVersion: 1})}, transfer.CodeProtocol, "HELLO from a receiver"},
-		{"no common version", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 2, MaxVersion: 5})}, transfer.CodeVersion, "versions 2..5"},
+		{"HELLO from a receiver", []step{msg(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})}, transfer.CodeProtocol, "HELLO from a receiver"},
+		{"no common version", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 3, MaxVersion: 5})}, transfer.CodeVersion, "versions 3..5"},
+		{"version 1 sender (no session MAC)", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})}, transfer.CodeVersion, "use matching rdmacp versions"},
 		{"HELLO reserved bits", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[transfer.HeaderSize+7] = 1; return b }())}, transfer.CodeProtocol, "reserved field"},
 		{"second HELLO", []step{hello, raw(goodHello)}, transfer.CodeProtocol, "unexpected HELLO while waiting for FILE or BYE"},
 		{"AUTH unasked", []step{hello, msg(&transfer.Auth{})}, transfer.CodeProtocol, "unexpected AUTH"},

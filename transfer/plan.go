@@ -17,6 +17,12 @@ type Item struct {
 	Size    int64
 	Mode    fs.FileMode
 	ModTime time.Time
+
+	// follow: Path was named by the caller and may be a symbolic link;
+	// otherwise the sender opens it with O_NOFOLLOW. planned, when set, is
+	// the file Plan found: the sender sends only that file.
+	follow  bool
+	planned fs.FileInfo
 }
 
 // Plan lists what sending paths means: each path arrives at the receiver
@@ -54,7 +60,7 @@ func Plan(paths ...string) (items []Item, skipped []string, err error) {
 		}
 		switch {
 		case fi.Mode().IsRegular():
-			if err := add(Item{Path: p, Name: base, Kind: KindFile, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}); err != nil {
+			if err := add(Item{Path: p, Name: base, Kind: KindFile, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), follow: true, planned: fi}); err != nil {
 				return nil, nil, err
 			}
 		case fi.IsDir():
@@ -85,7 +91,7 @@ func Plan(paths ...string) (items []Item, skipped []string, err error) {
 					if err != nil {
 						return fmt.Errorf("cannot send %s: %w", q, err)
 					}
-					return add(Item{Path: q, Name: name, Kind: KindFile, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()})
+					return add(Item{Path: q, Name: name, Kind: KindFile, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), planned: fi})
 				default:
 					skipped = append(skipped, fmt.Sprintf("%s (%v)", q, typeName(d.Type())))
 					return nil

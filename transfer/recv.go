@@ -19,10 +19,16 @@ import (
 const (
 	DefaultSlots       = 16
 	DefaultSlotSize    = 1 << 20
-	DefaultMaxFiles    = 1 << 20
+	DefaultMaxFiles    = 1 << 17
 	DefaultMaxFileSize = 1 << 40
 	DefaultMaxConns    = 16
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultHandshakeTimeout bounds HELLO (and AUTH) from a new
+	// connection's start.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// ReportFiles is how many results a ConnReport keeps: the first ones,
+	// then failures only; the rest are counted (and given to OnFile).
+	ReportFiles = 64
 )
 
 // Receiver writes what senders send into Dir. Its zero value (with Dir set)
@@ -55,11 +61,20 @@ type Receiver struct {
 	// DefaultSlots, DefaultSlotSize); a sender may ask for less.
 	Slots    int
 	SlotSize int
-	// MaxFiles limits FILE messages per connection; MaxFileSize the size of
-	// one file; MaxConns the connections served at once.
+	// MaxFiles limits FILE messages per connection (default
+	// DefaultMaxFiles); MaxFileSize the size of one file; MaxConns the
+	// connections served at once (default DefaultMaxConns).
 	MaxFiles    int
 	MaxFileSize int64
 	MaxConns    int
+	// MaxHandshakes limits the connections that have not finished HELLO
+	// (and AUTH) yet, a share of MaxConns of their own (default a quarter
+	// of MaxConns, at least 1): silent peers cannot use up MaxConns.
+	MaxHandshakes int
+	// HandshakeTimeout ends a connection that has not finished HELLO (and,
+	// with a PSK, AUTH) that long after it started (default
+	// DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
 	// IdleTimeout ends a connection that sends nothing for that long.
 	IdleTimeout time.Duration
 	// OnFile, when set, is called after each file or directory with its
@@ -69,11 +84,16 @@ type Receiver struct {
 	mu    sync.Mutex
 	busy  map[string]bool
 	nconn int
+	nhand int // connections in their handshake
 
 	// writeFault, for tests, runs before each write into a partial file; an
 	// error it returns is the write's.
 	writeFault func(name string, off int64, n int) error
+	// noLink, for tests, commits as on a file system without hard links.
+	noLink bool
 }
+
+var errNoLink = errors.New("hard links disabled (test)")
 
 // FileResult is what happened to one file or directory.
 type FileResult struct {
@@ -92,10 +112,15 @@ type FileResult struct {
 	Err      error
 }
 
-// ConnReport is what one connection did.
+// ConnReport is what one connection did. Its memory is bounded whatever
+// the peer sends: Files keeps the first ReportFiles results, then failures
+// only, up to 2×ReportFiles in all; the counters count every FILE.
 type ConnReport struct {
 	Peer     string // the sender's address, when the transport tells (Peer() string)
 	Files    []FileResult
+	Items    int // FILE messages answered (files and directories)
+	Verified int // of them verified
+	Omitted  int // results not kept in Files
 	Bytes    int64
 	Duration time.Duration
 }
@@ -103,21 +128,35 @@ type ConnReport struct {
 // OK reports whether every file and directory of the connection was
 // verified (and there was at least one).
 func (c *ConnReport) OK() bool {
-	if c == nil || len(c.Files) == 0 {
-		return false
+	return c != nil && c.Items > 0 && c.Verified == c.Items
+}
+
+// add counts res and keeps it if there is room.
+func (c *ConnReport) add(res FileResult) {
+	c.Items++
+	if res.Verified {
+		c.Verified++
 	}
-	for _, f := range c.Files {
-		if !f.Verified {
-			return false
-		}
+	if len(c.Files) < ReportFiles || (!res.Verified && len(c.Files) < 2*ReportFiles) {
+		c.Files = append(c.Files, res)
+		return
 	}
-	return true
+	c.Omitted++
 }
 
 func (r *Receiver) slots() int    { return defInt(r.Slots, DefaultSlots) }
 func (r *Receiver) slotSize() int { return defInt(r.SlotSize, DefaultSlotSize) }
 func (r *Receiver) maxFiles() int { return defInt(r.MaxFiles, DefaultMaxFiles) }
 func (r *Receiver) maxConns() int { return defInt(r.MaxConns, DefaultMaxConns) }
+func (r *Receiver) maxHandshakes() int {
+	return defInt(r.MaxHandshakes, max(1, r.maxConns()/4))
+}
+func (r *Receiver) handshakeTimeout() time.Duration {
+	if r.HandshakeTimeout > 0 {
+		return r.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
+}
 func (r *Receiver) maxFileSize() int64 {
 	if r.MaxFileSize > 0 {
 		return r.MaxFileSize
@@ -186,6 +225,15 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 	if n > r.maxConns() {
 		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
 	}
+	r.mu.Lock()
+	r.nhand++
+	h := r.nhand
+	r.mu.Unlock()
+	rc.handing = true
+	defer rc.handshakeOver()
+	if h > r.maxHandshakes() {
+		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already has %d connections in their handshake: try again later", r.maxHandshakes())})
+	}
 	err := rc.c.explain(ctx, rc.run(ctx))
 	return rc.rep, rc.c.fail(ctx, err)
 }
@@ -200,6 +248,20 @@ type recvConn struct {
 	lastID   uint32
 	nfiles   int
 	buf      []byte // rehash buffer
+	chunk    []byte // a chunk copied out of the window, hashed and written
+	handing  bool   // counted in Receiver.nhand
+	umask    uint32 // the process's, when the connection started
+}
+
+// handshakeOver takes the connection out of Receiver.nhand (once).
+func (rc *recvConn) handshakeOver() {
+	if !rc.handing {
+		return
+	}
+	rc.handing = false
+	rc.r.mu.Lock()
+	rc.r.nhand--
+	rc.r.mu.Unlock()
 }
 
 func (rc *recvConn) run(ctx context.Context) error {
@@ -209,9 +271,24 @@ func (rc *recvConn) run(ctx context.Context) error {
 	}
 	rc.root = root
 	defer root.Close()
-	if err := rc.handshake(ctx); err != nil {
+	rc.umask = umask()
+	// HELLO (and AUTH) within the handshake timeout, whatever the idle
+	// timeout: an unauthenticated peer holds a slot only that long.
+	hctx, cancel := context.WithTimeout(ctx, rc.r.handshakeTimeout())
+	err = rc.handshake(hctx)
+	late := ctx.Err() == nil && hctx.Err() != nil
+	cancel()
+	if err != nil {
+		if late {
+			what := "HELLO"
+			if rc.r.PSK != nil {
+				what = "HELLO and AUTH"
+			}
+			return &Error{Code: CodeProtocol, Text: fmt.Sprintf("the handshake (%s) did not finish within %v", what, rc.r.handshakeTimeout())}
+		}
 		return err
 	}
+	rc.handshakeOver()
 	for {
 		m, _, err := rc.c.recv(ctx)
 		if err != nil {
@@ -272,7 +349,11 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		"the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"); err != nil {
 		return err
 	}
-	return rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)})
+	if err := rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)}); err != nil {
+		return err
+	}
+	rc.c.bind(rc.r.PSK, helloS, helloR, false)
+	return nil
 }
 
 func (r *Receiver) lock(name string) bool {
@@ -373,7 +454,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	var offer ResumeOffset
 	offer.ID = m.ID
 	if m.Flags&FileResume != 0 {
-		if off, err := rc.rehash(f, int64(m.Size), x.h); err == nil && off > 0 {
+		if off, err := rc.rehash(ctx, f, int64(m.Size), x.h); err == nil && off > 0 {
 			offer.Offset = uint64(off)
 			x.h.Sum(offer.Digest[:0])
 		}
@@ -415,7 +496,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 
 // rehash hashes the partial copy into h (which it leaves dirty on error) and
 // returns its length; a partial longer than size is no prefix and gives 0.
-func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
+func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, h hash.Hash) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, err
@@ -427,11 +508,36 @@ func (rc *recvConn) rehash(f *os.File, size int64, h hash.Hash) (int64, error) {
 	if rc.buf == nil {
 		rc.buf = make([]byte, 1<<20)
 	}
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, n), rc.buf); err != nil {
+	if _, err := hashPrefix(ctx, rc.c, h, io.NewSectionReader(f, 0, n), n, rc.buf); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
+
+// hashPrefix hashes the first n bytes of r into h, sending KEEPALIVEs on c
+// meanwhile (a long prefix takes longer than the peer's idle timeout). It
+// returns how many bytes it hashed.
+func hashPrefix(ctx context.Context, c *conn, h hash.Hash, r io.Reader, n int64, buf []byte) (int64, error) {
+	var done int64
+	for done < n {
+		k, err := io.ReadFull(r, buf[:min(int64(len(buf)), n-done)])
+		h.Write(buf[:k])
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+		if hashChunkHook != nil {
+			hashChunkHook()
+		}
+		if err := c.keepAlive(ctx); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// hashChunkHook, for tests, runs after each chunk hashPrefix hashes.
+var hashChunkHook func()
 
 // data runs the window, then DONE and the verdict.
 func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error) {
@@ -497,8 +603,15 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 			if failed {
 				continue loop
 			}
-			chunk := mem[int64(slot)*slotSize:][:n]
-			// Hash and write the chunk at once (both only read the slot).
+			// Copy the chunk out of the window first: the window stays
+			// remote-writable, so the peer could rewrite the slot between
+			// the hash and the write. The bytes hashed are the bytes written.
+			if len(rc.chunk) < int(n) {
+				rc.chunk = make([]byte, slotSize)
+			}
+			chunk := rc.chunk[:n]
+			copy(chunk, mem[int64(slot)*slotSize:][:n])
+			// Hash and write the copy at once (both only read it).
 			par := n >= parallelHashMin && parallel
 			if par {
 				hp.in <- chunk
@@ -581,7 +694,9 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 		rc.discard(x)
 		return rc.rejectErr(ctx, x, "sync", err)
 	}
-	if err := f.Chmod(fs.FileMode(m.Mode & 0o777)); err != nil {
+	// The sender's permission bits, less the receiver's umask (as if the
+	// file had been created with them).
+	if err := f.Chmod(fs.FileMode(m.Mode & 0o777 &^ rc.umask)); err != nil {
 		rc.discard(x)
 		return rc.rejectErr(ctx, x, "chmod", err)
 	}
@@ -608,13 +723,17 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 
 // commit renames partial to name, refusing to replace an existing name
 // unless Force is set: without Force it hard-links (which fails if name
-// exists) and unlinks the partial, so there is no window in which a file
-// created concurrently is overwritten.
+// exists) and unlinks the partial, or on file systems without hard links
+// renames with RENAME_NOREPLACE, so a file created concurrently under name
+// is never overwritten.
 func (rc *recvConn) commit(partial, name string) error {
 	if rc.r.Force {
 		return rc.root.Rename(partial, name)
 	}
-	err := rc.root.Link(partial, name)
+	err := errNoLink
+	if !rc.r.noLink {
+		err = rc.root.Link(partial, name)
+	}
 	if err == nil {
 		rc.root.Remove(partial)
 		return nil
@@ -622,11 +741,35 @@ func (rc *recvConn) commit(partial, name string) error {
 	if errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	// File systems without hard links: check, then rename.
-	if _, lerr := rc.root.Lstat(name); lerr == nil {
+	return rc.renameNoReplace(partial, name)
+}
+
+// renameNoReplace renames partial to name (both in one directory) unless
+// name exists: renameat2(RENAME_NOREPLACE) on the directory opened through
+// the root, so no symbolic link is followed.
+func (rc *recvConn) renameNoReplace(partial, name string) error {
+	dir, err := rc.root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	raw, err := dir.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var rerr error
+	if err := raw.Control(func(fd uintptr) {
+		rerr = renameNoReplace(int(fd), path.Base(partial), path.Base(name))
+	}); err != nil {
+		return err
+	}
+	if rerr == nil {
+		return nil
+	}
+	if errors.Is(rerr, fs.ErrExist) {
 		return &fs.PathError{Op: "rename", Path: name, Err: fs.ErrExist}
 	}
-	return rc.root.Rename(partial, name)
+	return &fs.PathError{Op: "rename", Path: name, Err: fmt.Errorf("%w (this file system has neither hard links nor rename without replacing: start the receiver with --force to replace existing files)", rerr)}
 }
 
 // result sends RESULT and records the file's outcome.
@@ -656,7 +799,7 @@ func (rc *recvConn) report(x *recvFile) {
 	}
 	x.reported = true
 	x.res.Duration = time.Since(x.start)
-	rc.rep.Files = append(rc.rep.Files, x.res)
+	rc.rep.add(x.res)
 	if rc.r.OnFile != nil {
 		rc.r.OnFile(x.res)
 	}

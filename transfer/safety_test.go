@@ -132,7 +132,7 @@ func TestSenderRefusesImpostor(t *testing.T) {
 		errc <- err
 	}()
 	p.expect(transfer.MsgHello)
-	p.send(&transfer.Hello{Role: transfer.RoleReceiver, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 1, Slots: 1, SlotSize: 4096})
+	p.send(&transfer.Hello{Role: transfer.RoleReceiver, Flags: transfer.HelloPSK, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096})
 	p.expect(transfer.MsgAuth)
 	p.send(&transfer.Auth{}) // a guess
 	if e := p.errorMsg(); e.Code != transfer.CodeAuthFailed {

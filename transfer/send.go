@@ -87,7 +87,8 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 		// After a clean run every item has its RESULT and the BYEs are
 		// exchanged: a peer gone before acknowledging our last message
 		// (its ACK lost on a lossy link) costs nothing either.
-		if derr := t.Drain(ctx); err == nil && derr != nil && !errors.Is(derr, ErrPeerGone) {
+		derr := sc.c.bounded(ctx, t.Drain)
+		if err == nil && derr != nil && !errors.Is(derr, ErrPeerGone) {
 			err = derr
 		}
 		sc.stage.Close()
@@ -186,6 +187,9 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	case sc.s.PSK == nil && hr.Flags&HelloPSK != 0:
 		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key: run the sender with --psk-file"}
 	}
+	if (sc.s.Slots > 0 && int64(hr.Slots) > int64(hs.Slots)) || (sc.s.SlotSize > 0 && int64(hr.SlotSize) > int64(hs.SlotSize)) {
+		return protoErrorf("the receiver offers a window of %d×%d bytes, more than the %d×%d this sender asked for", hr.Slots, hr.SlotSize, hs.Slots, hs.SlotSize)
+	}
 	sc.slots, sc.slotSize = int(hr.Slots), int(hr.SlotSize)
 	if sc.s.PSK == nil {
 		return nil
@@ -193,8 +197,12 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if err := sc.c.send(ctx, &Auth{MAC: authMAC(sc.s.PSK, labelSender, helloS, helloR)}); err != nil {
 		return err
 	}
-	return sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
-		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends")
+	if err := sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
+		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends"); err != nil {
+		return err
+	}
+	sc.c.bind(sc.s.PSK, helloS, helloR, true)
+	return nil
 }
 
 func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {
@@ -230,9 +238,18 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 		return res, sc.awaitResult(ctx, &res, nil, 0, 0)
 	}
 
-	f, err := os.Open(it.Path)
+	// Open what was planned: no symbolic link swapped in since (O_NOFOLLOW
+	// unless the caller named the path), and the same file Plan found.
+	flag := os.O_RDONLY
+	if !it.follow {
+		flag |= oNoFollow
+	}
+	f, err := os.OpenFile(it.Path, flag, 0)
 	if err != nil {
 		res.Err = fmt.Errorf("open %s: %w", it.Path, err)
+		if isLoop(err) {
+			res.Err = fmt.Errorf("open %s: it became a symbolic link after it was planned: not sent", it.Path)
+		}
 		return res, nil
 	}
 	defer f.Close()
@@ -242,6 +259,10 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 			err = fmt.Errorf("not a regular file (%v)", st.Mode().Type())
 		}
 		res.Err = fmt.Errorf("send %s: %w", it.Path, err)
+		return res, nil
+	}
+	if it.planned != nil && !os.SameFile(it.planned, st) {
+		res.Err = fmt.Errorf("send %s: it was replaced by another file after it was planned: not sent", it.Path)
 		return res, nil
 	}
 	size := st.Size()
@@ -277,7 +298,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 			return res, protoErrorf("the receiver offers to resume %s at %d (size %d) unasked", it.Name, ro.Offset, size)
 		}
 		// Hash our prefix: resume only if both ends hold the same bytes.
-		n, err := io.CopyN(h, f, int64(ro.Offset))
+		n, err := hashPrefix(ctx, sc.c, h, f, int64(ro.Offset), make([]byte, 1<<20))
 		var sum [DigestSize]byte
 		h.Sum(sum[:0])
 		reply := &ResumeOffset{ID: sc.id}
@@ -330,7 +351,7 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 		need := slots * int(slotSize)
 		if sc.stage == nil || len(sc.stage.Bytes()) < need {
 			if sc.stage != nil {
-				if err := sc.c.t.Drain(ctx); err != nil {
+				if err := sc.c.bounded(ctx, sc.c.t.Drain); err != nil {
 					return err
 				}
 				sc.stage.Close()
@@ -379,7 +400,9 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 				localErr = fmt.Errorf("read %s at %d: %w (did it shrink while being sent?)", it.Path, pos, err)
 				break
 			}
-			if err := sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent)); err != nil {
+			if err := sc.c.bounded(ctx, func(ctx context.Context) error {
+				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent))
+			}); err != nil {
 				return fmt.Errorf("write chunk %d of %s: %w", sent, it.Name, err)
 			}
 			// Hash while the device reads the slot: both only read it, and

@@ -28,8 +28,10 @@ const (
 	MaxPayload            = MaxMessageSize - HeaderSize
 
 	// ProtocolVersion is the file protocol version this package speaks,
-	// negotiated in HELLO.
-	ProtocolVersion uint16 = 1
+	// negotiated in HELLO. Version 2 added KEEPALIVE and, with a pre-shared
+	// key, the session MAC on every message after AUTH (sealMessage); a
+	// version 1 peer is told to use matching rdmacp versions.
+	ProtocolVersion uint16 = 2
 
 	// MaxText is the longest RESULT or ERROR text, in bytes.
 	MaxText = 1024
@@ -62,12 +64,13 @@ const (
 	MsgResult       MsgType = 8  // receiver: verified and in place, or why not
 	MsgError        MsgType = 9  // either: fatal, the connection ends
 	MsgBye          MsgType = 10 // either: orderly end
+	MsgKeepAlive    MsgType = 11 // either: still working (hashing a long prefix), no payload
 )
 
 var msgTypeNames = [...]string{
 	MsgHello: "HELLO", MsgAuth: "AUTH", MsgFile: "FILE", MsgWindow: "WINDOW",
 	MsgResumeOffset: "RESUME-OFFSET", MsgCredit: "CREDIT", MsgDone: "DONE",
-	MsgResult: "RESULT", MsgError: "ERROR", MsgBye: "BYE",
+	MsgResult: "RESULT", MsgError: "ERROR", MsgBye: "BYE", MsgKeepAlive: "KEEPALIVE",
 }
 
 func (t MsgType) String() string {
@@ -78,7 +81,7 @@ func (t MsgType) String() string {
 }
 
 // Message is one decoded control message: *Hello, *Auth, *File, *Window,
-// *ResumeOffset, *Credit, *Done, *Result, *ErrorMsg or *Bye.
+// *ResumeOffset, *Credit, *Done, *Result, *ErrorMsg, *Bye or *KeepAlive.
 type Message interface {
 	Type() MsgType
 	// appendPayload appends the encoded payload.
@@ -560,6 +563,22 @@ func DecodeBye(p []byte) (*Bye, error) {
 	return &Bye{}, nil
 }
 
+// KeepAlive says the end is still working (hashing a long partial copy for
+// --resume) so the peer's idle timeout does not end the connection; it has
+// no payload and no answer.
+type KeepAlive struct{}
+
+func (*KeepAlive) Type() MsgType                 { return MsgKeepAlive }
+func (*KeepAlive) appendPayload(b []byte) []byte { return b }
+
+// DecodeKeepAlive decodes a KEEPALIVE payload.
+func DecodeKeepAlive(p []byte) (*KeepAlive, error) {
+	if len(p) != 0 {
+		return nil, malformed(MsgKeepAlive, "payload is %d bytes, want 0", len(p))
+	}
+	return &KeepAlive{}, nil
+}
+
 func decodeText(b []byte) (string, error) {
 	if len(b) > MaxText {
 		return "", fmt.Errorf("text of %d bytes exceeds %d", len(b), MaxText)
@@ -633,6 +652,8 @@ func Decode(b []byte) (Message, error) {
 		return DecodeError(p)
 	case MsgBye:
 		return DecodeBye(p)
+	case MsgKeepAlive:
+		return DecodeKeepAlive(p)
 	}
 	return nil, protoErrorf("malformed message: unknown type %d", uint16(h.Type))
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/transfer"
@@ -252,5 +254,83 @@ func TestProgressLine(t *testing.T) {
 	b.finish()
 	if !strings.HasSuffix(buf.String(), "\n") || !strings.Contains(buf.String(), "\r") {
 		t.Errorf("bar output %q", buf.String())
+	}
+}
+
+// A peer's ERROR text and a file name from the wire reach the receiver's
+// terminal escaped: no control character, no invalid UTF-8, no forged line.
+func TestPeerTextEscaped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	forged := "x\r\x1b[2K\nrdmacp: from somehost: 7 of 7 items verified, 1 MiB in 1s (1 MiB/s)\n\u009b2J\u202e"
+
+	// An ERROR before authentication.
+	dst := t.TempDir()
+	nw := newMemNet()
+	rc := make(chan result, 1)
+	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
+	<-nw.ready
+	tr, err := nw.ln.Dial(ctx, transfertest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := transfer.Append(nil, &transfer.ErrorMsg{Code: transfer.CodeIO, Text: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Send(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	r := <-rc
+	tr.Close()
+	checkPrintable(t, "ERROR text", r.stderr)
+
+	// A file name (accepted by CheckName: C1 control, bidi override,
+	// invalid UTF-8) refused because it exists.
+	name := "n\u009b2J\u202e\xff"
+	dst = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dst, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(src, []byte("data"), 0o644)
+	nw = newMemNet()
+	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
+	<-nw.ready
+	tr, err = nw.ln.Dial(ctx, transfertest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(src)
+	_, err = (&transfer.Sender{}).Send(ctx, tr, []transfer.Item{{Path: src, Name: name, Kind: transfer.KindFile, Size: 4, Mode: 0o644, ModTime: fi.ModTime()}})
+	tr.Close()
+	r = <-rc
+	if err != nil || !strings.Contains(r.stderr, `n\u009b2J\u202e\xff`) {
+		t.Errorf("send: %v; receiver said %q, want the name escaped", err, r.stderr)
+	}
+	checkPrintable(t, "name", r.stderr)
+}
+
+// checkPrintable fails unless out is valid UTF-8 whose only control
+// characters are the newlines ending its lines, with one summary line.
+func checkPrintable(t *testing.T, what, out string) {
+	t.Helper()
+	if !utf8.ValidString(out) {
+		t.Errorf("%s: output is not UTF-8: %q", what, out)
+	}
+	for _, r := range out {
+		if r != '\n' && !unicode.IsGraphic(r) {
+			t.Errorf("%s: output carries %U: %q", what, r, out)
+			break
+		}
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "rdmacp: from ") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%s: %d summary lines, want 1: %q", what, n, out)
 	}
 }

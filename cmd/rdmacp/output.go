@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rdmago/rdmago/transfer"
 )
@@ -102,9 +103,13 @@ func (b *progress) line() string {
 	if rate > 0 && p.Total > p.Done {
 		eta = humanDuration(time.Duration(float64(p.Total-p.Done) / rate * float64(time.Second)))
 	}
-	name := p.Name
+	name := transfer.Escape(p.Name)
 	if len(name) > 30 {
-		name = "…" + name[len(name)-29:]
+		i := len(name) - 29
+		for i < len(name) && !utf8.RuneStart(name[i]) {
+			i++
+		}
+		name = "…" + name[i:]
 	}
 	return fmt.Sprintf("%3.0f%% [%s] %s / %s  %s  ETA %s  %d/%d %s",
 		pct, bar, humanBytes(p.Done), humanBytes(p.Total), humanRate(rate), eta, p.Item+1, p.Items, name)

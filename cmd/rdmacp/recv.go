@@ -33,6 +33,8 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	fs.Var(&maxSize, "max-size", "refuse files larger than `SIZE` (e.g. 10G)")
 	maxFiles := fs.Int("max-files", transfer.DefaultMaxFiles, "refuse more than `N` files on one connection")
 	maxConns := fs.Int("max-conns", transfer.DefaultMaxConns, "serve at most `N` senders at once")
+	maxHand := fs.Int("max-handshakes", 0, "serve at most `N` senders still in their handshake (default a quarter of --max-conns)")
+	handTimeout := fs.Duration("handshake-timeout", transfer.DefaultHandshakeTimeout, "drop a sender that has not finished HELLO (and AUTH) this long after connecting")
 	idle := fs.Duration("idle-timeout", transfer.DefaultIdleTimeout, "drop a sender that says nothing for this long")
 	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -64,7 +66,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		return 2
 	}
 	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
-		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, IdleTimeout: *idle}
+		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle}
 	ln, err := nw.Listen(ctx, rdma.WithDefaultPort(*listen), c.rdmaConfig(stderr))
 	if err != nil {
 		report(stderr, "", err, *listen)
@@ -106,8 +108,10 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 type recvSummary struct {
 	OK         bool          `json:"ok"`
 	Peer       string        `json:"peer,omitempty"`
-	Files      []fileSummary `json:"files"`
+	Files      []fileSummary `json:"files"` // the first results, then failures (see transfer.ConnReport)
+	Items      int           `json:"items"`
 	Verified   int           `json:"verified"`
+	Omitted    int           `json:"omitted,omitempty"` // results not listed in files
 	Bytes      int64         `json:"bytes"`
 	Seconds    float64       `json:"seconds"`
 	Throughput float64       `json:"throughput_bytes_per_second"`
@@ -119,11 +123,9 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 	s := recvSummary{Files: []fileSummary{}}
 	if rep != nil {
 		s.Peer, s.Bytes, s.Seconds = rep.Peer, rep.Bytes, rep.Duration.Seconds()
+		s.Items, s.Verified, s.Omitted = rep.Items, rep.Verified, rep.Omitted
 		for _, f := range rep.Files {
 			s.Files = append(s.Files, fileSum(f))
-			if f.Verified {
-				s.Verified++
-			}
 			if f.Err != nil {
 				report(stderr, f.Name, f.Err, rep.Peer)
 			}
@@ -136,18 +138,19 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 	s.PeakRSS = peakRSS()
 	from := "a sender"
 	if s.Peer != "" {
-		from = s.Peer
+		from = transfer.Escape(s.Peer)
 	}
 	if err != nil {
 		s.Error = err.Error()
-		fmt.Fprintf(stderr, "rdmacp: %s: %v\n", from, err)
+		// The error may carry the peer's text: escaped.
+		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, transfer.Escape(err.Error()))
 		if h := hint(err, from); h != "" && !errors.Is(err, transfer.ErrProtocol) {
-			fmt.Fprintf(stderr, "rdmacp:   %s\n", h)
+			fmt.Fprintf(stderr, "rdmacp:   %s\n", transfer.Escape(h))
 		}
 	}
 	if !c.quiet {
 		fmt.Fprintf(stderr, "rdmacp: from %s: %d of %d items verified, %s in %v (%s)\n",
-			from, s.Verified, len(s.Files), humanBytes(s.Bytes), time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond), humanRate(s.Throughput))
+			from, s.Verified, s.Items, humanBytes(s.Bytes), time.Duration(s.Seconds*float64(time.Second)).Round(time.Millisecond), humanRate(s.Throughput))
 	}
 	if c.json {
 		writeJSON(stdout, s)

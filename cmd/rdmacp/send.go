@@ -114,14 +114,15 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 }
 
 // report prints one error and, once per kind, what to do about it.
+// Names and error texts may come from the peer: they are escaped.
 func report(w io.Writer, name string, err error, peer string) {
 	if name != "" {
-		fmt.Fprintf(w, "rdmacp: %s: %v\n", name, err)
+		fmt.Fprintf(w, "rdmacp: %s: %s\n", transfer.Escape(name), transfer.Escape(err.Error()))
 	} else {
-		fmt.Fprintf(w, "rdmacp: %v\n", err)
+		fmt.Fprintf(w, "rdmacp: %s\n", transfer.Escape(err.Error()))
 	}
 	if h := hint(err, peer); h != "" {
-		fmt.Fprintf(w, "rdmacp:   %s\n", h)
+		fmt.Fprintf(w, "rdmacp:   %s\n", transfer.Escape(h))
 	}
 }
 

@@ -8,6 +8,9 @@
 package sys
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -146,4 +149,30 @@ func NetlinkSend(fd int, b []byte) error {
 func NetlinkRecv(fd int, b []byte) (int, error) {
 	n, _, err := unix.Recvfrom(fd, b, 0)
 	return n, err
+}
+
+// RenameNoReplace is renameat2(2) with RENAME_NOREPLACE, both names relative
+// to the directory dirfd: it fails with EEXIST instead of replacing an
+// existing to (Linux 3.15; EINVAL where the file system cannot).
+func RenameNoReplace(dirfd int, from, to string) error {
+	return unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
+}
+
+// Umask returns the process's file mode creation mask, read from
+// /proc/self/status (Linux 4.7) without changing it; where that line is
+// missing, umask(2) is set and restored, which races with files created
+// meanwhile by other goroutines.
+func Umask() (int, error) {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return int(m), nil
+				}
+			}
+		}
+	}
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return m, nil
 }

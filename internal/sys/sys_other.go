@@ -37,3 +37,5 @@ func NetlinkPortID(int) (uint32, error)          { return 0, errNotLinux }
 func NetlinkExtAck(int)                          {}
 func NetlinkSend(int, []byte) error              { return errNotLinux }
 func NetlinkRecv(int, []byte) (int, error)       { return 0, errNotLinux }
+func RenameNoReplace(int, string, string) error  { return errNotLinux }
+func Umask() (int, error)                        { return 0o022, errNotLinux }

@@ -393,7 +393,7 @@ func TestLabMalformedPeers(t *testing.T) {
 	psrv := serve(t, ctx, pskPort, Config{}, pr)
 
 	hello := func(flags transfer.HelloFlags) []byte {
-		b, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: flags, MinVersion: 1, MaxVersion: 1})
+		b, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: flags, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
 		return b
 	}
 	goodHello := hello(0)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -54,6 +55,38 @@ type Config struct {
 	// row without an ACK end the connection (IB_WC_RETRY_EXC_ERR; rxe takes
 	// a retry count of 7 as unlimited).
 	AckTimeout uint8
+	// AcceptTimeout bounds the setup of one accepted connection, from its
+	// request to ESTABLISHED (default DefaultAcceptTimeout): a peer that
+	// never completes the handshake (no RTU) is dropped then.
+	AcceptTimeout time.Duration
+	// MaxPendingAccepts is how many connections a Listener sets up at once
+	// (default DefaultMaxPendingAccepts): a request beyond it evicts the
+	// oldest setup still waiting for its peer (as a SYN queue drops its
+	// oldest entry), so held half-open connects cannot lock out a sender
+	// whose handshake completes. It also bounds the connections set up and
+	// not yet taken by Accept, and twice it the setups alive (evicted ones
+	// tear down); requests beyond those are rejected.
+	MaxPendingAccepts int
+}
+
+// Listener defaults.
+const (
+	DefaultAcceptTimeout     = 10 * time.Second
+	DefaultMaxPendingAccepts = 16
+)
+
+func (c Config) acceptTimeout() time.Duration {
+	if c.AcceptTimeout > 0 {
+		return c.AcceptTimeout
+	}
+	return DefaultAcceptTimeout
+}
+
+func (c Config) maxPending() int {
+	if c.MaxPendingAccepts > 0 {
+		return c.MaxPendingAccepts
+	}
+	return DefaultMaxPendingAccepts
 }
 
 func (c Config) maxSlots() int {
@@ -224,51 +257,163 @@ func WithDefaultPort(addr string) string {
 	return net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
 }
 
-// Listener accepts senders' connections (a transfer.Listener).
+// Listener accepts senders' connections (a transfer.Listener). One
+// goroutine reads the connection requests; each is set up in its own
+// goroutine within Config.AcceptTimeout, at most Config.MaxPendingAccepts at
+// once (a further request evicts the oldest), so no peer can hold up the
+// others: a half-open connect (the REP answered by no RTU) holds one
+// pending slot until AcceptTimeout or until newer requests push it out.
 type Listener struct {
-	l   *cm.Listener
-	cfg Config
+	l      *cm.Listener
+	cfg    Config
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	ready  chan *Transport // set up, for Accept
+	wg     sync.WaitGroup  // the setup goroutines
+
+	mu      sync.Mutex
+	setups  []*setup // in progress, oldest first
+	waiting int      // set up, not yet taken by Accept
+	live    int      // setup goroutines alive (evicted ones included)
+
+	// loopDone is closed when the request loop ends, with loopErr.
+	loopDone chan struct{}
+	loopErr  error
+	once     sync.Once
+	closeErr error
 }
 
 // Listen listens on addr ("host:port", empty host for every RDMA device;
 // the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
-// cm.Listen. The caller must Close it.
+// cm.Listen, and starts reading requests. The caller must Close it.
 func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
 	addr = WithDefaultPort(addr)
-	l, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
+	cl, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return &Listener{l: l, cfg: cfg}, nil
+	l := &Listener{l: cl, cfg: cfg, ready: make(chan *Transport), loopDone: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.loop()
+	return l, nil
 }
 
-// Accept waits for the next sender and accepts it. A request that fails to
-// set up is rejected and logged, and Accept waits for the next; it returns
-// an error only when the listener or ctx ends.
-func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
+// setup is one connection being set up.
+type setup struct {
+	cancel  context.CancelFunc
+	evicted bool
+}
+
+// loop reads connection requests and starts a setup for each: evicting the
+// oldest setup when MaxPendingAccepts are under way, rejecting the request
+// when too many connections wait for Accept or too many setups are alive.
+func (l *Listener) loop() {
+	defer close(l.loopDone)
+	limit := l.cfg.maxPending()
 	for {
-		req, err := l.l.AcceptRequest(ctx)
+		req, err := l.l.AcceptRequest(l.ctx)
 		if err != nil {
-			return nil, err
+			if l.ctx.Err() != nil {
+				err = fmt.Errorf("accept on %v: %w", l.l.Addr(), cm.ErrClosed)
+			}
+			l.loopErr = err
+			return
 		}
-		t := newTransport(l.cfg)
-		c, err := req.Accept(ctx, t.options())
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if l.cfg.Logf != nil {
-				l.cfg.Logf("accept: %v", err)
-			}
+		l.mu.Lock()
+		if l.waiting >= limit || l.live >= 2*limit {
+			waiting, live := l.waiting, l.live
+			l.mu.Unlock()
+			l.logf("accept: %d connections wait for Accept, %d setups alive: request rejected", waiting, live)
+			req.Reject(nil)
 			continue
 		}
-		t.start(c)
-		return t, nil
+		if len(l.setups) >= limit {
+			old := l.setups[0]
+			l.setups = l.setups[1:]
+			old.evicted = true
+			old.cancel()
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.acceptTimeout())
+		s := &setup{cancel: cancel}
+		l.setups = append(l.setups, s)
+		l.live++
+		l.mu.Unlock()
+		l.wg.Add(1)
+		go l.setup(ctx, s, req)
 	}
 }
 
-// Close stops listening. It is idempotent.
-func (l *Listener) Close() error { return l.l.Close() }
+// setup accepts req (within ctx: AcceptTimeout, eviction, Close) and hands
+// the connection to Accept.
+func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
+	defer l.wg.Done()
+	t := newTransport(l.cfg)
+	c, err := req.Accept(ctx, t.options())
+	late := ctx.Err() == context.DeadlineExceeded
+	l.mu.Lock()
+	if i := slices.Index(l.setups, s); i >= 0 {
+		l.setups = slices.Delete(l.setups, i, i+1)
+	}
+	evicted := s.evicted
+	l.live--
+	if err == nil {
+		l.waiting++
+	}
+	l.mu.Unlock()
+	s.cancel()
+	if err != nil {
+		switch {
+		case late:
+			l.logf("accept: the peer did not complete the connection within %v: dropped (%v)", l.cfg.acceptTimeout(), err)
+		case evicted:
+			l.logf("accept: %d newer requests arrived while the peer did not complete the connection: dropped", l.cfg.maxPending())
+		case l.ctx.Err() == nil:
+			l.logf("accept: %v", err)
+		}
+		return
+	}
+	t.start(c)
+	select {
+	case l.ready <- t:
+	case <-l.ctx.Done():
+		t.Close()
+	}
+	l.mu.Lock()
+	l.waiting--
+	l.mu.Unlock()
+}
+
+func (l *Listener) logf(format string, args ...any) {
+	if l.cfg.Logf != nil {
+		l.cfg.Logf(format, args...)
+	}
+}
+
+// Accept waits for the next sender whose connection is set up. A request
+// that fails to set up (or within AcceptTimeout) is rejected or dropped and
+// logged; Accept returns an error only when the listener or ctx ends.
+func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
+	select {
+	case t := <-l.ready:
+		return t, nil
+	case <-l.loopDone:
+		return nil, l.loopErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops listening and drops the connections being set up or not yet
+// taken by Accept. It is idempotent.
+func (l *Listener) Close() error {
+	l.once.Do(func() {
+		l.cancel()
+		<-l.loopDone
+		l.wg.Wait()
+		l.closeErr = l.l.Close()
+	})
+	return l.closeErr
+}
 
 // Addr is the address listened on.
 func (l *Listener) Addr() string { return l.l.Addr().String() }

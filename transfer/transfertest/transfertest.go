@@ -167,6 +167,28 @@ func (t *Transport) InjectWrite(ctx context.Context, imm uint32, n int) error {
 	return t.push(ctx, memItem{write: true, imm: imm, n: n})
 }
 
+// WriteRaw writes data into the peer's exposed memory at dst+off with no
+// immediate and no notice, bypassing Faults: what a plain RDMA WRITE from a
+// misbehaving peer does to a window while it stays exposed. Outside an open
+// remote-writable region it fails with transfer.ErrRemoteAccess (and, as on
+// RDMA, breaks the connection).
+func (t *Transport) WriteRaw(dst transfer.RemoteRegion, off uint64, data []byte) error {
+	if err := t.err(); err != nil {
+		return err
+	}
+	p := t.peer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.regions[dst.RKey]
+	n := uint64(len(data))
+	if r == nil || !r.remote || dst.Addr != r.addr || off > uint64(len(r.buf)) || n > uint64(len(r.buf))-off {
+		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", transfer.ErrPeerGone))
+		return fmt.Errorf("%w: raw write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", transfer.ErrRemoteAccess, n, dst.Addr, off, dst.RKey)
+	}
+	copy(r.buf[off:], data)
+	return nil
+}
+
 // Send implements transfer.Transport.
 func (t *Transport) Send(ctx context.Context, msg []byte) error {
 	if err := t.err(); err != nil {

@@ -1,0 +1,45 @@
+package transfer
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Escape returns s fit to print on a terminal: every rune that is not
+// graphic (C0 and C1 controls such as newline, carriage return and ESC,
+// format characters such as the bidirectional overrides, line and paragraph
+// separators) is written as a Go escape (\n, \x1b, \u202e), and every byte
+// that is not UTF-8 as \xNN. Printable text comes back unchanged. Names and
+// texts from the wire (ERROR, RESULT, FILE) go through it wherever they are
+// printed, so a peer cannot forge or erase lines of output.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
+			b.WriteString(strconv.FormatUint(uint64(s[i])&15, 16))
+		case unicode.IsGraphic(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}

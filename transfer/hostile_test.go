@@ -1,0 +1,409 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/transfertest"
+)
+
+// A sender that rewrites a slot after the receiver took its chunk (a plain
+// RDMA WRITE into the window, which stays exposed) must not make the
+// receiver attest bytes it did not write: what is on disk under a verified
+// name hashes to the digest reported, and here is the source's content.
+func TestRewrittenSlotCannotLie(t *testing.T) {
+	for _, slotSize := range []int{tSlotSize, 2 * transfer.ParallelHashMin} {
+		data := randBytes(23, 6*slotSize+17)
+		src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+		dst := t.TempDir()
+		r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, IdleTimeout: 5 * time.Second}
+
+		var mu sync.Mutex
+		var win *transfer.Window
+		rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+			if m, err := transfer.Decode(msg); err == nil {
+				if w, ok := m.(*transfer.Window); ok {
+					mu.Lock()
+					win = w
+					mu.Unlock()
+				}
+			}
+			return transfertest.Deliver
+		}}}
+		st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+		garbage := bytes.Repeat([]byte{0xA5}, slotSize)
+		rewrites := 0
+		transfer.SetWriteFault(r, func(_ string, off int64, n int) error {
+			// Between the receiver's check of chunk k and its write:
+			// rewrite k's slot (only: later slots hold chunks in flight).
+			mu.Lock()
+			w := win
+			mu.Unlock()
+			if w == nil {
+				return nil
+			}
+			rem := transfer.RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(w.Slots) * uint64(w.SlotSize)}
+			slot := uint64(off) / uint64(w.SlotSize) % uint64(w.Slots)
+			if err := st.WriteRaw(rem, slot*uint64(w.SlotSize), garbage[:n]); err != nil {
+				t.Errorf("raw write: %v", err)
+				return nil
+			}
+			rewrites++
+			return nil
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		done := make(chan struct{})
+		var rrep *transfer.ConnReport
+		go func() {
+			defer close(done)
+			defer rt.Close()
+			rrep, _ = r.ServeConn(ctx, rt)
+		}()
+		srep, serr := (&transfer.Sender{}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
+		st.Close()
+		<-done
+		cancel()
+		if rewrites == 0 {
+			t.Fatalf("slot %d: the fault never ran", slotSize)
+		}
+		if serr != nil {
+			t.Fatalf("slot %d: send: %v", slotSize, serr)
+		}
+		got, err := os.ReadFile(filepath.Join(dst, "f"))
+		for _, f := range append(srep.Files, rrep.Files...) {
+			if !f.Verified {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("slot %d: verified but not on disk: %v", slotSize, err)
+			}
+			if sha256.Sum256(got) != f.Digest {
+				t.Errorf("slot %d: reported verified with %x, the file on disk hashes to %x", slotSize, f.Digest, sha256.Sum256(got))
+			}
+		}
+		if err == nil && !bytes.Equal(got, data) {
+			t.Errorf("slot %d: the file on disk differs from the source", slotSize)
+		}
+		if !srep.OK(1) {
+			t.Errorf("slot %d: not verified: %v", slotSize, srep.Files)
+		}
+	}
+}
+
+// A peer that connects and stays silent, or sends HELLO and never AUTH, is
+// ended by the handshake timeout, long before the idle timeout.
+func TestHandshakeDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		psk  []byte
+		step func(p *rawPeer)
+	}{
+		{"silent", nil, func(*rawPeer) {}},
+		{"hello then silent", []byte("0123456789abcdef0123456789abcdef"), func(p *rawPeer) {
+			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK})
+			p.expect(transfer.MsgHello)
+		}},
+	} {
+		r := smallReceiver(t.TempDir())
+		r.PSK = c.psk
+		r.IdleTimeout = time.Hour
+		r.HandshakeTimeout = 200 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.ServeConn(ctx, rt)
+			rt.Close()
+			done <- err
+		}()
+		p := &rawPeer{t: t, tr: st, ctx: ctx}
+		c.step(p)
+		select {
+		case err := <-done:
+			if !errors.Is(err, transfer.ErrProtocol) || !strings.Contains(err.Error(), "did not finish within") {
+				t.Errorf("%s: receiver ended with %v, want the handshake deadline", c.name, err)
+			}
+			if e := p.errorMsg(); !strings.Contains(e.Text, "handshake") {
+				t.Errorf("%s: peer told %q", c.name, e.Text)
+			}
+		case <-ctx.Done():
+			t.Errorf("%s: still served after a minute (handshake timeout 200ms)", c.name)
+		}
+		st.Close()
+		cancel()
+	}
+}
+
+// Connections in their handshake have their own cap below MaxConns: silent
+// peers cannot take every slot from the authenticated sender.
+func TestHandshakeCap(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(80, 3*tSlotSize)})
+	r := smallReceiver(t.TempDir())
+	r.MaxConns = 4
+	r.MaxHandshakes = 2
+	r.IdleTimeout = time.Hour
+	r.HandshakeTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ln := transfertest.NewListener()
+	defer ln.Close()
+	go r.Serve(ctx, ln, nil)
+	// One sender mid-session (handshake done), then silent peers.
+	a, _ := ln.Dial(ctx, transfertest.Config{})
+	defer a.Close()
+	(&rawPeer{t: t, tr: a, ctx: ctx}).hello()
+	var silent []*transfertest.Transport
+	for range 2 {
+		s, _ := ln.Dial(ctx, transfertest.Config{})
+		defer s.Close()
+		silent = append(silent, s)
+	}
+	// The cap is full: the next one is refused at once, busy.
+	c, _ := ln.Dial(ctx, transfertest.Config{})
+	defer c.Close()
+	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != transfer.CodeBusy || !strings.Contains(e.Text, "handshake") {
+		t.Errorf("third silent connection: %v %q, want busy (handshakes)", e.Code, e.Text)
+	}
+	// One silent peer leaves: an honest sender gets in while the other
+	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4).
+	silent[0].Close()
+	var err error
+	var rep *transfer.Report
+	for range 200 {
+		d, derr := ln.Dial(ctx, transfertest.Config{})
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		rep, err = (&transfer.Sender{}).Send(ctx, d, plan(t, filepath.Join(src, "f")))
+		d.Close()
+		if !errors.Is(err, transfer.ErrBusy) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the closed peer's slot is released
+	}
+	if err != nil {
+		t.Fatalf("honest sender: %v", err)
+	}
+	allVerified(t, rep, 1)
+}
+
+// A connection's report stays bounded whatever the peer sends: the counts
+// cover every FILE, the list keeps the first results and failures.
+func TestReportBounded(t *testing.T) {
+	r := smallReceiver(t.TempDir())
+	var streamed int
+	r.OnFile = func(transfer.FileResult) { streamed++ }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	type res struct {
+		rep *transfer.ConnReport
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		rep, err := r.ServeConn(ctx, rt)
+		rt.Close()
+		done <- res{rep, err}
+	}()
+	p := &rawPeer{t: t, tr: st, ctx: ctx}
+	p.hello()
+	const n = 3000
+	for i := range n {
+		// Rejected at once (too large): what a flood of FILEs does.
+		p.send(&transfer.File{ID: uint32(i + 1), Kind: transfer.KindFile, Mode: 0o644, Size: 1 << 50, Name: "f"})
+		if m := p.expect(transfer.MsgResult).(*transfer.Result); m.Code != transfer.CodeTooLarge {
+			t.Fatalf("FILE %d: %v", i, m.Code)
+		}
+	}
+	p.send(&transfer.Bye{})
+	p.expect(transfer.MsgBye)
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	rep := got.rep
+	if rep.Items != n || rep.Verified != 0 || rep.OK() || streamed != n {
+		t.Errorf("items %d verified %d ok %v streamed %d, want %d, 0, false, %d", rep.Items, rep.Verified, rep.OK(), streamed, n, n)
+	}
+	if len(rep.Files) > 2*transfer.ReportFiles || len(rep.Files)+rep.Omitted != n {
+		t.Errorf("report keeps %d results and omits %d of %d", len(rep.Files), rep.Omitted, n)
+	}
+	st.Close()
+}
+
+// fakeReceiver runs the receiving end by hand against a Sender: it answers
+// HELLO with hello, and the first FILE with RESUME-OFFSET 0 and window (its
+// address and key filled in from a region it registers when reg is set),
+// then reads nothing more. It returns the sender's outcome.
+func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.Config, hello *transfer.Hello, window *transfer.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
+	t.Helper()
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, size)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+	defer rt.Close()
+	p := &rawPeer{t: t, tr: rt, ctx: ctx}
+	go func() {
+		if _, err := p.recv(); err != nil { // HELLO
+			return
+		}
+		p.send(hello)
+		m, err := p.recv()
+		if err != nil {
+			return
+		}
+		if _, ok := m.(*transfer.File); !ok {
+			return
+		}
+		p.send(&transfer.ResumeOffset{ID: 1})
+		if reg {
+			w, err := rt.Register(int(window.Slots*window.SlotSize), true)
+			if err != nil {
+				return
+			}
+			window.Addr, window.RKey = w.Remote().Addr, w.Remote().RKey
+		}
+		p.send(window)
+		<-ctx.Done() // and read nothing
+	}()
+	rep, err := s.Send(ctx, st, plan(t, filepath.Join(src, "f")))
+	if ctx.Err() != nil {
+		t.Errorf("the sender was still blocked after a minute: %v", err)
+	}
+	st.Close()
+	return rep, err, st
+}
+
+// A receiver that announces a larger window than the sender asked for is
+// refused before the sender stages anything.
+func TestSenderCapsWindow(t *testing.T) {
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
+	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
+	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, transfertest.Config{}, hello, window, false)
+	if !errors.Is(err, transfer.ErrProtocol) {
+		t.Errorf("sender: %v, want a protocol error for the oversized window", err)
+	}
+	if _, peak, _ := st.Registered(); peak > 2*4096 {
+		t.Errorf("the sender staged %d bytes after asking for 2×4096", peak)
+	}
+}
+
+// A receiver that announces a window and stops reading (its queue fills,
+// the sender's writes block) makes the sender fail with ErrPeerGone within
+// its idle timeout, not hang.
+func TestReceiverStopsReading(t *testing.T) {
+	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 4096}
+	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 4096}
+	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, transfertest.Config{MaxSlots: 4}, hello, window, true)
+	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
+		t.Errorf("sender: %v, want ErrPeerGone (the peer takes nothing)", err)
+	}
+}
+
+// Without hard links, a file that appears under the name just before the
+// commit is not overwritten: the verified copy stays as the partial.
+func TestCommitNoReplaceWithoutLinks(t *testing.T) {
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(91, 5000)})
+	dst := t.TempDir()
+	r := smallReceiver(dst)
+	transfer.SetNoHardLinks(r, func(to string) {
+		os.WriteFile(filepath.Join(dst, to), []byte("theirs"), 0o644)
+	})
+	defer transfer.RestoreRename()
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	if o.serr != nil {
+		t.Fatal(o.serr)
+	}
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrExists) {
+		t.Errorf("result: verified=%v %v, want exists", f.Verified, f.Err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "theirs" {
+		t.Errorf("the file that appeared was overwritten: %q", b)
+	}
+	if !exists(filepath.Join(dst, transfer.PartialName("f"))) {
+		t.Error("the verified copy was not kept")
+	}
+
+	// And without the intruder the commit renames.
+	dst = t.TempDir()
+	r = smallReceiver(dst)
+	transfer.SetNoHardLinks(r, nil)
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	sameTree(t, src, dst)
+}
+
+// With a pre-shared key, a control message altered on the way after AUTH
+// (here the FILE's mode, made world-writable) ends the connection instead
+// of taking effect.
+func TestSessionMACBindsMessages(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(92, 3000)})
+	dst := t.TempDir()
+	r := smallReceiver(dst)
+	r.PSK = key
+	alter := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+		body := msg
+		m, err := transfer.Decode(body)
+		if err != nil && len(msg) > transfer.MACSize {
+			body = msg[:len(msg)-transfer.MACSize]
+			m, err = transfer.Decode(body)
+		}
+		if f, ok := m.(*transfer.File); ok && err == nil {
+			f.Mode = 0o777
+			b, _ := transfer.Encode(f)
+			copy(body, b)
+		}
+		return transfertest.Deliver
+	}}}
+	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, transfertest.Config{})
+	if !errors.Is(o.rerr, transfer.ErrAuthFailed) {
+		t.Errorf("receiver: %v, want the session MAC to fail", o.rerr)
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "f")); err == nil {
+		t.Errorf("the altered FILE took effect: %v", fi.Mode())
+	}
+	if o.srep.OK(1) {
+		t.Error("the sender reports success")
+	}
+}
+
+// --resume of a partial copy whose hashing outlasts the idle timeout: both
+// ends send KEEPALIVEs while they hash, and the copy completes.
+func TestResumeKeepAlive(t *testing.T) {
+	const prefix = 12 << 20
+	data := randBytes(93, prefix+5000)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dst, transfer.PartialName("f")), data[:prefix], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Each 1 MiB chunk takes 40 ms: 12 chunks, about 0.5 s at each end,
+	// against an idle timeout of 250 ms.
+	transfer.SetHashChunkHook(func() { time.Sleep(40 * time.Millisecond) })
+	defer transfer.SetHashChunkHook(nil)
+	r := smallReceiver(dst)
+	r.IdleTimeout = 250 * time.Millisecond
+	o := pair(t, r, &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	if f := o.srep.Files[0]; f.Offset != prefix {
+		t.Errorf("resumed at %d, want %d", f.Offset, prefix)
+	}
+	sameTree(t, src, dst)
+}
