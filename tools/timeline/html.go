@@ -204,7 +204,9 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 	b.WriteString("</g>\n")
 }
 
-func px(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", v), "0"), ".") }
+func px(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", v), "0"), ".")
+}
 
 func short(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

@@ -9,8 +9,8 @@
 package timeline
 
 import (
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net"
@@ -68,11 +68,11 @@ const (
 
 // Item is one thing drawn.
 type Item struct {
-	Kind  string `json:"kind"`
-	Lane  string `json:"lane"`         // where it is (a packet: its sender's kernel lane)
-	To    string `json:"to,omitempty"` // a packet's receiver's kernel lane
-	T     int64  `json:"t"`            // ns since the start, on node 0's clock (a packet: sent)
-	T2    int64  `json:"t2,omitempty"` // a packet: received; a run: its last packet
+	Kind string `json:"kind"`
+	Lane string `json:"lane"`         // where it is (a packet: its sender's kernel lane)
+	To   string `json:"to,omitempty"` // a packet's receiver's kernel lane
+	T    int64  `json:"t"`            // ns since the start, on node 0's clock (a packet: sent)
+	T2   int64  `json:"t2,omitempty"` // a packet: received; a run: its last packet
 	// Seen says where a packet was captured: "both", "sender" or "receiver".
 	Seen  string   `json:"seen,omitempty"`
 	Count int      `json:"count,omitempty"` // packets in a run
@@ -455,7 +455,7 @@ func Build(recs []Recording) (*Model, error) {
 }
 
 func procLane(node int, pid uint32) string { return fmt.Sprintf("n%d.p%d", node, pid) }
-func kernelLane(node int) string          { return fmt.Sprintf("n%d.k", node) }
+func kernelLane(node int) string           { return fmt.Sprintf("n%d.k", node) }
 
 func cmpInt(a, b int64) int {
 	switch {
