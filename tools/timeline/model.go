@@ -218,7 +218,7 @@ func Build(recs []Recording) (*Model, error) {
 		m.Lanes[i].X = x + w/2
 		x += w
 	}
-	m.Width = x + 20
+	m.Width = x + 230 // the last lane's labels are written to its right
 
 	// MRs: rkey -> who registered it.
 	mrs := map[uint32]mrInfo{}
