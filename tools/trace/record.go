@@ -236,14 +236,11 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 		}
 		defer h.Close()
 	}
-	t, err := New(o.Options)
+	t, err := o.attach(stderr)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	if !o.Quiet {
-		WriteProbes(stderr, t.Probes(), false)
-	}
 	file, err := os.Create(o.File)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.File, err)
@@ -263,18 +260,13 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 	done := make(chan struct{}, 2)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		for {
-			e, err := t.Read(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					errs <- err
-				}
-				return
+		err := readEvents(ctx, t, func(e Event) {
+			if e.Kind == KindCMEvent || o.keep(e, f.Devices) {
+				entries <- f.EntryOf(e)
 			}
-			if e.Kind != KindCMEvent && !o.keep(e, f.Devices) {
-				continue
-			}
-			entries <- f.EntryOf(e)
+		})
+		if err != nil {
+			errs <- err
 		}
 	}()
 	readers := 1
