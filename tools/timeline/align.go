@@ -10,6 +10,25 @@ import (
 	"github.com/rdmago/rdmago/tools/trace"
 )
 
+// How a node's clock was aligned (Alignment.Method).
+const (
+	AlignPackets  = "packets"  // packets seen on both sides, both ways: bounded
+	AlignOneWay   = "one-way"  // packets seen on both sides one way only: off by up to the wire delay
+	AlignRealtime = "realtime" // the headers' CLOCK_REALTIME readings: as good as the wall clocks
+)
+
+// Alignment is how one node's clock was put on node 0's.
+type Alignment struct {
+	Node   string `json:"node"`
+	Method string `json:"method"` // Align*
+	// OffsetNS is the node's CLOCK_MONOTONIC minus node 0's.
+	OffsetNS int64 `json:"offset_ns"`
+	// UncertaintyNS is the ± on OffsetNS (half the gap between the
+	// tightest bounds); -1 when the recordings do not bound it.
+	UncertaintyNS int64 `json:"uncertainty_ns"`
+	Pairs         int   `json:"pairs"` // packets seen on both sides
+}
+
 // align returns, for each recording, the ns to subtract from its
 // CLOCK_MONOTONIC time stamps to put them on recording 0's clock, and says
 // in m.Clock how it found them.
@@ -25,6 +44,7 @@ import (
 // good as the nodes' wall clocks.
 func align(recs []Recording, m *Model) []int64 {
 	off := make([]int64, len(recs))
+	m.Align = nil
 	var says []string
 	for n := 1; n < len(recs); n++ {
 		// Outgoing copies by key, per node.
@@ -73,6 +93,7 @@ func align(recs []Recording, m *Model) []int64 {
 				unc = -unc
 				note = " (the bounds cross: the capture time stamps jitter by about that much)"
 			}
+			m.Align = append(m.Align, Alignment{Node: name, Method: AlignPackets, OffsetNS: theta, UncertaintyNS: unc, Pairs: nHi + nLo})
 			says = append(says, fmt.Sprintf("%s aligned to %s from %d packets %s→%s and %d packets %s→%s seen on both sides: offset %v ± %v%s",
 				name, recs[0].Header.Node, nHi, recs[0].Header.Node, name, nLo, name, recs[0].Header.Node,
 				time.Duration(theta), time.Duration(unc), note))
@@ -82,11 +103,13 @@ func align(recs []Recording, m *Model) []int64 {
 				b = lo
 			}
 			off[n] = b
+			m.Align = append(m.Align, Alignment{Node: name, Method: AlignOneWay, OffsetNS: b, UncertaintyNS: -1, Pairs: nHi + nLo})
 			says = append(says, fmt.Sprintf("%s aligned to %s from packets seen on both sides in one direction only: offset %v, assuming no wire delay (error up to the one-way delay)",
 				name, recs[0].Header.Node, time.Duration(b)))
 		default:
 			h0, hn := recs[0].Header, recs[n].Header
 			off[n] = (hn.RealNS - int64(hn.MonoNS)) - (h0.RealNS - int64(h0.MonoNS))
+			m.Align = append(m.Align, Alignment{Node: name, Method: AlignRealtime, OffsetNS: off[n], UncertaintyNS: -1})
 			says = append(says, fmt.Sprintf("%s aligned to %s by the CLOCK_REALTIME readings in the recordings' headers (no packet was captured on both sides): only as good as the two wall clocks",
 				name, recs[0].Header.Node))
 		}

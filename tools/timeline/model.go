@@ -87,16 +87,18 @@ type Item struct {
 
 // Model is the layout of a set of recordings.
 type Model struct {
-	Title   string   `json:"title"`
-	Lanes   []Lane   `json:"lanes"`
-	Items   []Item   `json:"items"`
-	Width   float64  `json:"width"`
-	Height  float64  `json:"height"`
-	Clock   string   `json:"clock"` // how the nodes' clocks were aligned, with the uncertainty
-	Notes   []string `json:"notes,omitempty"`
-	Start   int64    `json:"start"` // node 0's CLOCK_MONOTONIC ns shown as 0
-	Packets int      `json:"packets"`
-	Calls   int      `json:"calls"` // calls and CM events
+	Title  string  `json:"title"`
+	Lanes  []Lane  `json:"lanes"`
+	Items  []Item  `json:"items"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+	Clock  string  `json:"clock"` // how the nodes' clocks were aligned, with the uncertainty
+	// Align is the same per node after node 0, in numbers.
+	Align   []Alignment `json:"align,omitempty"`
+	Notes   []string    `json:"notes,omitempty"`
+	Start   int64       `json:"start"` // node 0's CLOCK_MONOTONIC ns shown as 0
+	Packets int         `json:"packets"`
+	Calls   int         `json:"calls"` // calls and CM events
 }
 
 // Layout constants (px).

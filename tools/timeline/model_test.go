@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,9 @@ func TestModelFacts(t *testing.T) {
 	}
 	if !strings.Contains(m.Clock, "offset 5s ± 30µs") {
 		t.Errorf("clock %q: want offset 5s ± 30µs (5 s apart, 30 µs each way)", m.Clock)
+	}
+	if want := []Alignment{{Node: "node1", Method: AlignPackets, OffsetNS: 5e9, UncertaintyNS: 30e3, Pairs: 13}}; !slices.Equal(m.Align, want) {
+		t.Errorf("alignment %+v, want %+v", m.Align, want)
 	}
 	var runs, naks, errs, rkeys, mrs, states int
 	lastT := int64(-1)
