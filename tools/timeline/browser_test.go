@@ -14,36 +14,66 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // chromium finds the browser: Debian's chromium package, which
 // scripts/deps.sh installs. Without it the test fails, unless
-// RDMAGO_NO_BROWSER is set (then it skips, saying so).
-func chromium(t *testing.T) string {
+// RDMAGO_NO_BROWSER is set (then it skips, saying so). Inside the lab it is
+// the host's, run chrooted in /host (labtest.HostTool); a missing one fails.
+func chromium(t *testing.T) browser {
 	t.Helper()
+	if labtest.InLab() {
+		return func(ctx context.Context, args ...string) *exec.Cmd {
+			c := labtest.HostTool(t, ctx, "chromium", args...)
+			if c.Env != nil {
+				c.Env = append(c.Env, "HOME=/tmp")
+			}
+			return c
+		}
+	}
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			return func(ctx context.Context, args ...string) *exec.Cmd { return exec.CommandContext(ctx, p, args...) }
 		}
 	}
 	if os.Getenv("RDMAGO_NO_BROWSER") != "" {
 		t.Skip("RDMAGO_NO_BROWSER is set and there is no chromium")
 	}
 	t.Fatal("no chromium in PATH: scripts/deps.sh installs Debian's chromium package (set RDMAGO_NO_BROWSER=1 to skip this test)")
-	return ""
+	return nil
+}
+
+// browser makes a command running Chromium with args.
+type browser func(ctx context.Context, args ...string) *exec.Cmd
+
+// browserPath is where the browser sees file name: inside the lab it runs
+// chrooted in the host root, which the guest has at /host.
+func browserPath(name string) string {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		abs = name
+	}
+	if labtest.InLab() {
+		if rest, ok := strings.CutPrefix(abs, "/host/"); ok {
+			return "/" + rest
+		}
+	}
+	return abs
 }
 
 // runChromium runs headless Chromium on page with a fresh profile, adding
 // args; it returns what it printed on stdout.
-func runChromium(t *testing.T, bin, page string, args ...string) []byte {
+func runChromium(t *testing.T, bin browser, page string, args ...string) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1400,1000", "--virtual-time-budget=3000"}, args...)
-	all = append(all, "file://"+page)
-	cmd := exec.CommandContext(ctx, bin, all...)
+		"--user-data-dir=" + browserPath(t.TempDir()), "--window-size=1400,1000", "--virtual-time-budget=3000"}, args...)
+	all = append(all, "file://"+browserPath(page))
+	cmd := bin(ctx, all...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -78,7 +108,10 @@ func TestBrowser(t *testing.T) {
 	checkInBrowser(t, bin, page, m)
 }
 
-func checkInBrowser(t *testing.T, bin, page string, m *Model) {
+// checkInBrowser opens page, drawn from m, in the browser: every item of m
+// must be in the DOM, laid out in its lane in time order, and a screenshot
+// of it must not be blank.
+func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 	dom := string(runChromium(t, bin, page, "--dump-dom"))
 	if !strings.Contains(dom, `data-drawn="`+strconv.Itoa(len(m.Items))+`"`) {
 		i := strings.Index(dom, "<body")
@@ -140,7 +173,7 @@ func checkInBrowser(t *testing.T, bin, page string, m *Model) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, bin, page, "--screenshot="+shot, "--hide-scrollbars")
+	runChromium(t, bin, page, "--screenshot="+browserPath(shot), "--hide-scrollbars")
 	checkNotBlank(t, shot)
 }
 
