@@ -81,14 +81,14 @@ func synthetic() [2]*synNode {
 	n1.call(c+synOffset, 200, "ucma", "CREATE_ID", []trace.KV{{"ps", "TCP"}, {"qp_type", "RC"}}, "ok", []trace.KV{{"id", "0"}})
 	n1.call(c+1*ms+synOffset, 200, "uverbs", "CREATE_QP", []trace.KV{{"type", "RC"}}, "ok", []trace.KV{{"qp", "1"}, {"qpn", "18"}})
 	n1.call(c+2*ms+synOffset, 200, "ucma", "CONNECT", []trace.KV{{"qp_num", "18"}, {"private_data_len", "0"}}, "ok", nil)
-	packet(nodes, 1, c+2*ms+100_000, trace.RecordPacket{OpCode: 0x64, Op: "UD SEND Only", QPN: 1, PSN: 0, Len: 256, SrcQP: 1})
+	packet(nodes, 1, c+2*ms+100_000, trace.RecordPacket{OpCode: 0x64, Op: "UD SEND Only", QPN: 1, PSN: 0, Len: 256, SrcQP: 1, Head: madHead(0x10)})
 	n0.event(c+3*ms, "CONNECT_REQUEST")
 	n0.call(c+4*ms, 100, "uverbs", "CREATE_QP", []trace.KV{{"type", "RC"}}, "ok", []trace.KV{{"qp", "2"}, {"qpn", "17"}})
 	for i, st := range []string{"INIT", "RTR", "RTS"} {
 		n0.call(c+5*ms+uint64(i)*100_000, 100, "uverbs", "MODIFY_QP", []trace.KV{{"qp", "2"}, {"qpn", "17"}, {"mask", "0x1"}, {"state", st}}, "ok", nil)
 	}
 	n0.call(c+6*ms, 100, "ucma", "ACCEPT", []trace.KV{{"id", "1"}, {"qp_num", "17"}}, "ok", nil)
-	packet(nodes, 0, c+6*ms+100_000, trace.RecordPacket{OpCode: 0x64, Op: "UD SEND Only", QPN: 1, PSN: 0, Len: 256, SrcQP: 1})
+	packet(nodes, 0, c+6*ms+100_000, trace.RecordPacket{OpCode: 0x64, Op: "UD SEND Only", QPN: 1, PSN: 0, Len: 256, SrcQP: 1, Head: madHead(0x13)})
 	for i, st := range []string{"INIT", "RTR", "RTS"} {
 		n1.call(c+7*ms+uint64(i)*100_000+synOffset, 200, "uverbs", "MODIFY_QP", []trace.KV{{"qp", "1"}, {"qpn", "18"}, {"mask", "0x1"}, {"state", st}}, "ok", nil)
 	}
@@ -148,4 +148,13 @@ func writeSynthetic(t *testing.T, dir string) []string {
 		files = append(files, name)
 	}
 	return files
+}
+
+// madHead is the first bytes of a CM MAD with attribute ID attr, in hex.
+func madHead(attr uint16) string {
+	b := make([]byte, 24)
+	b[0], b[1], b[2], b[3] = 1, 0x07, 2, 0x03 // base version, class CM, class version, method Send
+	binary.BigEndian.PutUint64(b[8:], 0xabcdef01)
+	binary.BigEndian.PutUint16(b[16:], attr)
+	return hex.EncodeToString(b)
 }

@@ -53,6 +53,7 @@ box-shadow:0 2px 8px #0004;padding:8px;display:none;z-index:3;font:12px ui-monos
 .item.mr .anchor{fill:#d9822b}.item.mr text{fill:#a55b10;font-weight:600}
 .item.packet line,.item.run line{stroke:#555;stroke-width:1.2}.item.run line.band{stroke:#8fb3e8;stroke-width:7;opacity:.6}
 .item.packet .anchor,.item.run .anchor{fill:#555}
+.item.cm line{stroke:#8a4fd0}.item.cm text{fill:#6a2fb0;font-weight:600}
 .item.rkey line{stroke:#d9822b}.item.rkey text{fill:#a55b10}
 .item.nak line{stroke:#d22;stroke-width:2}.item.nak text{fill:#c00;font-weight:700}
 .item.err .anchor{fill:#d22}.item.err text{fill:#c00;font-weight:700}

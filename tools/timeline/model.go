@@ -334,6 +334,13 @@ func Build(recs []Recording) (*Model, error) {
 		if p.Len > 0 {
 			it.Label += fmt.Sprintf(" %dB", p.Len)
 		}
+		if p.QPN == 1 {
+			if msg, tid, ok := cmMAD(p.Head); ok {
+				it.Label = fmt.Sprintf("CM %s (MAD, %s to QP1)", msg, strings.TrimPrefix(p.Op, "UD "))
+				it.Class = append(it.Class, "cm")
+				it.Fields = append(it.Fields, trace.KV{"CM message", msg + " (" + cmMADText[msg] + ")"}, trace.KV{"transaction ID", tid})
+			}
+		}
 		it.Fields = []trace.KV{{"opcode", fmt.Sprintf("%s (%#02x)", p.Op, p.OpCode)}, {"src", p.Src}, {"dst", p.Dst},
 			{"dest QPN", fmt.Sprintf("%#x (%d)", p.QPN, p.QPN)}, {"PSN", fmt.Sprint(p.PSN)},
 			{"payload", fmt.Sprintf("%d bytes", p.Len)}, {"frame", fmt.Sprintf("%d bytes", p.WireLen)}}
@@ -624,4 +631,33 @@ func wcStatus(syndrome uint8) string {
 		}
 	}
 	return "IBV_WC_GENERAL_ERR"
+}
+
+// cmMADText says what each CM message (IBTA vol. 1 12.6) does.
+var cmMADText = map[string]string{
+	"REQ":      "connect request: the active side's QPN, starting PSN and private data",
+	"MRA":      "message receipt acknowledgement: wait, I am slow",
+	"REJ":      "connection rejected",
+	"REP":      "connect reply: the passive side's QPN, starting PSN and private data",
+	"RTU":      "ready to use: the active side's QP is ready to send",
+	"DREQ":     "disconnect request",
+	"DREP":     "disconnect reply",
+	"LAP":      "load alternate path",
+	"APR":      "alternate path response",
+	"SIDR_REQ": "service ID resolution request (UD)",
+	"SIDR_REP": "service ID resolution reply (UD)",
+}
+
+// cmMAD reads the CM message in a MAD (the payload of a UD SEND to QP1)
+// from its first bytes (hex): management class 0x07 (CM) and the attribute
+// ID at byte 16 name it; the transaction ID is at byte 8.
+func cmMAD(head string) (msg, tid string, ok bool) {
+	b, err := hex.DecodeString(head)
+	if err != nil || len(b) < 24 || b[1] != 0x07 {
+		return "", "", false
+	}
+	names := map[uint16]string{0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU",
+		0x15: "DREQ", 0x16: "DREP", 0x17: "SIDR_REQ", 0x18: "SIDR_REP", 0x19: "LAP", 0x1a: "APR"}
+	msg, ok = names[binary.BigEndian.Uint16(b[16:])]
+	return msg, fmt.Sprintf("%#x", binary.BigEndian.Uint64(b[8:])), ok
 }

@@ -103,6 +103,11 @@ func TestModelFacts(t *testing.T) {
 	if !strings.Contains(m.Clock, "offset 5s ± 30µs") {
 		t.Errorf("clock %q: want offset 5s ± 30µs (5 s apart, 30 µs each way)", m.Clock)
 	}
+	for _, want := range []string{"CM REQ (MAD, SEND Only to QP1)", "CM REP (MAD, SEND Only to QP1)"} {
+		if !slices.ContainsFunc(m.Items, func(it Item) bool { return it.Label == want }) {
+			t.Errorf("no packet labelled %q", want)
+		}
+	}
 	if want := []Alignment{{Node: "node1", Method: AlignPackets, OffsetNS: 5e9, UncertaintyNS: 30e3, Pairs: 13}}; !slices.Equal(m.Align, want) {
 		t.Errorf("alignment %+v, want %+v", m.Align, want)
 	}
