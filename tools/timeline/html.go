@@ -188,7 +188,7 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 		b.WriteString("/>")
 		fmt.Fprintf(b, "<circle class=\"anchor\" cx=\"%s\" cy=\"%s\" r=\"3\"/>", px(x), px(it.Y))
 		tx, anchor := (x+x2)/2, "middle"
-		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"%s\">%s</text>", px(tx), px((it.Y+it.Y2)/2-4), anchor, esc(short(it.Label, 44)))
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"%s\">%s</text>", px(tx), px((it.Y+it.Y2)/2-4), anchor, esc(short(it.Label, 68)))
 	case ItemEvent:
 		fmt.Fprintf(b, "<path class=\"anchor\" d=\"M%s %sl5 5l-5 5l-5 -5z\"/>", px(x), px(it.Y-5))
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
