@@ -48,7 +48,7 @@ box-shadow:0 2px 8px #0004;padding:8px;display:none;z-index:3;font:12px ui-monos
 .lane line{stroke:#bbb;stroke-dasharray:4 4}.lane.wire line{stroke:#999;stroke-dasharray:none;stroke-width:1}
 .axis text{font-size:10px;fill:#888}.gap line{stroke:#ddd;stroke-dasharray:2 6}.gap text{font-size:10px;fill:#999;font-style:italic}
 .item text{font-size:11px;fill:#222}.item{cursor:pointer}
-.item.call .anchor{fill:#2a6fdb}.item.event .anchor{fill:#8a4fd0}.item.note .anchor{fill:#999}
+.item.call .anchor{fill:#2a6fdb}.item.idle .anchor{fill:#bbb}.item.idle text{fill:#999}.item.event .anchor{fill:#8a4fd0}.item.note .anchor{fill:#999}
 .item.qpstate .anchor{fill:#0a8f55}.item.qpstate text{fill:#0a6f45;font-weight:600}
 .item.mr .anchor{fill:#d9822b}.item.mr text{fill:#a55b10;font-weight:600}
 .item.packet line,.item.run line{stroke:#555;stroke-width:1.2}.item.run line.band{stroke:#8fb3e8;stroke-width:7;opacity:.6}
@@ -187,8 +187,15 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 		}
 		b.WriteString("/>")
 		fmt.Fprintf(b, "<circle class=\"anchor\" cx=\"%s\" cy=\"%s\" r=\"3\"/>", px(x), px(it.Y))
-		tx, anchor := (x+x2)/2, "middle"
-		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"%s\">%s</text>", px(tx), px((it.Y+it.Y2)/2-4), anchor, esc(short(it.Label, 68)))
+		// Labels sit halfway along the arrow; a run of acknowledgements
+		// crosses the run it answers there, so its label sits a quarter of
+		// the way from its sender instead.
+		f := 0.5
+		if it.Kind == ItemRun && strings.HasPrefix(it.Label, "Acknowledge") {
+			f = 0.25
+		}
+		tx, ty := x+f*(x2-x), it.Y+f*(it.Y2-it.Y)-4
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\" text-anchor=\"middle\">%s</text>", px(tx), px(ty), esc(short(it.Label, 68)))
 	case ItemEvent:
 		fmt.Fprintf(b, "<path class=\"anchor\" d=\"M%s %sl5 5l-5 5l-5 -5z\"/>", px(x), px(it.Y-5))
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))

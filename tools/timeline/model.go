@@ -416,13 +416,23 @@ func Build(recs []Recording) (*Model, error) {
 			{"last sent", fmt.Sprintf("%.6f ms", float64(last.send)/1e6)}}, it.Fields...)
 		m.Items = append(m.Items, it)
 	}
+	// A run of acknowledgements going back ends with the run it answers:
+	// the acknowledgements of one message are not drawn across the next.
+	flushWithAcks := func(k runKey) {
+		data := len(open[k]) > 0 && !open[k][0].p.HasAETH
+		flush(k)
+		back := runKey{k.to, k.from}
+		if rev := open[back]; data && len(rev) > 0 && rev[0].p.HasAETH {
+			flush(back)
+		}
+	}
 	for _, w := range wire {
 		k := runKey{w.from, w.to}
 		cur := open[k]
 		if len(cur) > 0 {
 			c := cur[len(cur)-1].p
 			if c.OpCode != w.p.OpCode || c.QPN != w.p.QPN || c.NAK || w.p.NAK || c.HasKey || w.p.HasKey {
-				flush(k)
+				flushWithAcks(k)
 			}
 		}
 		open[k] = append(open[k], w)
@@ -512,8 +522,12 @@ func callItem(node int, e trace.RecordEntry, t int64) Item {
 	}
 	if rk, ok := kvGet(e.Resp, "rkey"); ok && e.Result == "ok" {
 		it.Class = append(it.Class, "mr")
-		it.RKey = rk
-		fmt.Fprintf(&sb, " rkey %s", rk)
+		if k, err := strconv.ParseUint(rk, 0, 32); err == nil && k == 0 {
+			sb.WriteString(" local only (rkey 0)") // rxe gives no rkey without remote access
+		} else {
+			it.RKey = rk
+			fmt.Fprintf(&sb, " rkey %s", rk)
+		}
 		if l, ok := kvGet(e.Args, "len"); ok {
 			fmt.Fprintf(&sb, " len %s", l)
 		}
@@ -524,7 +538,12 @@ func callItem(node int, e trace.RecordEntry, t int64) Item {
 	if q, ok := kvGet(e.Resp, "qpn"); ok && !strings.Contains(op, "MODIFY") {
 		fmt.Fprintf(&sb, " QPN %s", q)
 	}
-	if e.Result != "" && e.Result != "ok" {
+	switch {
+	case e.Result == "EAGAIN" && op == "GET_EVENT":
+		// A non-blocking rdma_get_cm_event with nothing queued.
+		it.Class = append(it.Class, "idle")
+		sb.WriteString(" → EAGAIN (no event yet)")
+	case e.Result != "" && e.Result != "ok":
 		it.Class = append(it.Class, "err")
 		fmt.Fprintf(&sb, " → %s", e.Result)
 	}
@@ -574,7 +593,7 @@ func noteItem(node int, e trace.RecordEntry, t int64) Item {
 	}
 	it.Label = fmt.Sprintf("rxe data path: %d counters", len(e.RXE))
 	if errs > 0 {
-		it.Label += fmt.Sprintf(", %d error completions", errs)
+		it.Label += fmt.Sprintf(", %d completions with an error status (flushed WRs count too)", errs)
 		it.Class = []string{"err"}
 	}
 	return it

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rdmago/rdmago/tools/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata (recordings and golden layouts)")
@@ -190,5 +192,72 @@ func TestPageSelfContained(t *testing.T) {
 	}
 	if n := strings.Count(page, `<g class="item `); n != len(m.Items) {
 		t.Errorf("%d items drawn, model has %d", n, len(m.Items))
+	}
+}
+
+// TestAckRunsEndWithTheirMessage: the acknowledgements coming back during
+// a long RDMA Write are one run that ends with the write, not one band
+// drawn across the next write too.
+func TestAckRunsEndWithTheirMessage(t *testing.T) {
+	hdr := func(n, addr string) trace.RecordHeader {
+		return trace.RecordHeader{Format: trace.RecordFormat, Node: n, Iface: "v0", Addrs: []string{addr}}
+	}
+	recs := []Recording{{Header: hdr("node0", "10.0.0.1")}, {Header: hdr("node1", "10.0.0.2")}}
+	ts := uint64(1e9)
+	send := func(from int, op string, code uint8, psn uint32, aeth bool) {
+		src, dst := "10.0.0.2:1", "10.0.0.1:4791"
+		if from == 0 {
+			src, dst = dst, src
+		}
+		p := trace.RecordPacket{Src: src, Dst: dst, OpCode: code, Op: op, QPN: 0x12, PSN: psn, Len: 1024, HasAETH: aeth}
+		if aeth {
+			p.Len, p.AETH = 0, "ACK credits=31 msn=1"
+		}
+		out, in := p, p
+		out.Out = true
+		recs[from].Entries = append(recs[from].Entries, trace.RecordEntry{Type: trace.EntryPacket, TS: ts, Packet: &out})
+		recs[1-from].Entries = append(recs[1-from].Entries, trace.RecordEntry{Type: trace.EntryPacket, TS: ts + 30_000, Packet: &in})
+		ts += 100_000
+	}
+	psn := uint32(0)
+	for msg := 0; msg < 2; msg++ {
+		send(1, "RC RDMA WRITE First", 0x06, psn, false)
+		psn++
+		for i := 0; i < 20; i++ {
+			send(1, "RC RDMA WRITE Middle", 0x07, psn, false)
+			if i%4 == 3 {
+				send(0, "RC Acknowledge", 0x11, psn, true)
+			}
+			psn++
+		}
+		send(1, "RC RDMA WRITE Last", 0x08, psn, false)
+		send(0, "RC Acknowledge", 0x11, psn, true)
+		psn++
+	}
+	m, err := Build(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var middles, acks []Item
+	for _, it := range m.Items {
+		if it.Kind != ItemRun {
+			continue
+		}
+		if strings.HasPrefix(it.Label, "RDMA WRITE Middle") {
+			middles = append(middles, it)
+		} else if strings.HasPrefix(it.Label, "Acknowledge") {
+			acks = append(acks, it)
+		}
+	}
+	if len(middles) != 2 || len(acks) != 2 {
+		t.Fatalf("%d runs of Middle and %d of Acknowledge, want 2 and 2 (one per write)", len(middles), len(acks))
+	}
+	for i := range acks {
+		if acks[i].Count != 5 || acks[i].T < middles[i].T {
+			t.Errorf("write %d: acknowledgements %q from %d, want 5 from its Middle run on (%d)", i, acks[i].Label, acks[i].T, middles[i].T)
+		}
+	}
+	if acks[0].T2 > middles[1].T {
+		t.Errorf("the first write's acknowledgements run to %d, into the second write (from %d)", acks[0].T2, middles[1].T)
 	}
 }
