@@ -201,7 +201,7 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
 	case ItemError:
 		fmt.Fprintf(b, "<rect class=\"anchor\" x=\"%s\" y=\"%s\" width=\"10\" height=\"10\" transform=\"rotate(45 %s %s)\"/>", px(x-5), px(it.Y-5), px(x), px(it.Y))
-		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+9), px(it.Y+4), esc(short(it.Label, 34)))
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+9), px(it.Y+4), esc(short(it.Label, 48)))
 	case ItemNote:
 		fmt.Fprintf(b, "<rect class=\"anchor\" x=\"%s\" y=\"%s\" width=\"8\" height=\"8\"/>", px(x-4), px(it.Y-4))
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
