@@ -261,3 +261,26 @@ func TestAckRunsEndWithTheirMessage(t *testing.T) {
 		t.Errorf("the first write's acknowledgements run to %d, into the second write (from %d)", acks[0].T2, middles[1].T)
 	}
 }
+
+// TestDocsPages checks the example pages the README links: one per
+// rdmaping mode, well-formed, self-contained.
+func TestDocsPages(t *testing.T) {
+	for _, mode := range []string{"send", "write", "read", "atomic"} {
+		name := filepath.Join("..", "..", "docs", "timeline-"+mode+".html")
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Errorf("%v (scripts/timeline-examples.sh makes it)", err)
+			continue
+		}
+		page := string(b)
+		if loc := externalRef.FindStringIndex(page); loc != nil {
+			t.Errorf("%s: external reference %q", name, page[loc[0]:min(len(page), loc[1]+40)])
+		}
+		if err := checkWellFormed(page); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if !strings.Contains(page, "seen on both sides: offset") || !strings.Contains(page, `class="item packet`) {
+			t.Errorf("%s: no clock alignment from packets, or no packets", name)
+		}
+	}
+}
