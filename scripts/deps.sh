@@ -2,7 +2,8 @@
 # Installs what rdmago's demo and tests need on Debian 12 (or 13), as root:
 # QEMU and rdma-core's C tools (run inside the lab guests), xz (Debian 13's
 # kernel modules are xz-compressed). The lab kernels themselves are fetched
-# with apt by rdmalab. Idempotent: apt is skipped when everything is present.
+# with apt by rdmalab. chromium (headless) is the browser `go test
+# ./tools/timeline` opens the rdmatrace timeline page in. Idempotent: apt is skipped when everything is present.
 set -euo pipefail
 
 need=()
@@ -17,6 +18,7 @@ pkg rdma-core || need+=(rdma-core)
 pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
 have dpkg-deb || need+=(dpkg)
+have chromium || need+=(chromium)
 
 if ((${#need[@]})); then
 	if [[ $(id -u) != 0 ]]; then

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/rdmago/rdmago/tools/demo"
@@ -22,6 +23,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o.Size, o.SlotSize = 8<<20, 1<<20
 	fs.Int64Var(&o.Size, "size", o.Size, "`BYTES` of random data to send (keep it small: the VMs are emulated)")
 	fs.Int64Var(&o.SlotSize, "slot-size", o.SlotSize, "rdmacp's slot size and ib_write_bw's message size, in `BYTES`")
+	fs.StringVar(&o.Timeline, "timeline", "demo-timeline.html", "write the transfer's timeline (rdmatrace record on both nodes, drawn as one HTML page) to `FILE.html`; \"\" skips it")
 	fs.Parse(args)
 	if err := o.Check(); err != nil {
 		fmt.Fprintf(stderr, "rdmalab demo: %v\n", err)
@@ -50,6 +52,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  rdmacp        %7.2f MB/s  (%d bytes in %.2f s, whole protocol: read, hash, write, verify, fsync, rename)\n", r.RdmacpMBs, r.SentBytes, r.Seconds)
 	fmt.Fprintf(stdout, "  ib_write_bw   %7.2f MB/s  (rdma-core's C benchmark, %d-byte RDMA Writes, same boot, same two nodes)\n", r.WriteBWMBs, o.SlotSize)
 	fmt.Fprintf(stdout, "  ratio         %7.2f       (MB = 2^20 bytes; both VMs are emulated (TCG): only the ratio means anything)\n", r.RdmacpMBs/r.WriteBWMBs)
+	if r.Timeline != "" {
+		abs, _ := filepath.Abs(r.Timeline)
+		fmt.Fprintf(stdout, "  timeline      %s  (open it in a browser: %s)\n", abs, r.TimelineSays)
+	}
 	fmt.Fprintf(stdout, "rdmalab demo: OK — all four digests agree (%v in all)\n", time.Since(start).Round(time.Second))
 	return 0
 }

@@ -7,6 +7,8 @@
 //	rdmatrace probes
 //	rdmatrace capture -i IFACE [-w FILE.pcap] [-c COUNT] [--duration D] [-s SNAPLEN] [-q]
 //	rdmatrace capture -r FILE.pcap
+//	rdmatrace record -o FILE [-i IFACE] [-p PID] [-c COMM] [--dev DEV] [--duration D]
+//	rdmatrace timeline FILE... -o PAGE.html
 //
 // Tracing needs root, Linux 5.8+ with kprobes and BTF, and the RDMA modules
 // (ib_uverbs, rdma_ucm, rdma_rxe) loaded; what cannot be probed is reported
@@ -43,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "capture":
 		err = runCapture(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "record":
+		err = runRecord(ctx, args[1:], stderr)
+	case len(args) > 0 && args[0] == "timeline":
+		err = runTimeline(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "probes":
 		err = runProbes(args[1:], stdout, stderr)
 	default:
@@ -101,6 +107,8 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
        rdmatrace probes
        rdmatrace capture -i IFACE [-w FILE.pcap] [-c COUNT] [--duration D]
        rdmatrace capture -r FILE.pcap
+       rdmatrace record -o FILE [-i IFACE] [filters]
+       rdmatrace timeline FILE... -o PAGE.html
 
 Traces the RDMA calls of every process (uverbs write/ioctl/mmap, rdma_cm
 commands, CM events) and counts the rxe data path per QP, one line per call:
@@ -114,7 +122,7 @@ flags:
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (subcommands: probes, capture)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q (subcommands: probes, capture, record, timeline)", fs.Arg(0))
 	}
 	if o.Interval < 0 || duration < 0 {
 		return fmt.Errorf("--interval and --duration must not be negative")

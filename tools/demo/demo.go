@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/rdmago/rdmago/tools/lab"
+	"github.com/rdmago/rdmago/tools/timeline"
 )
 
 // demoScript is what each node runs in the demo: node 0 serves ib_write_bw
@@ -30,6 +31,27 @@ import (
 // Run checks afterwards; the rest is narration.
 const demoScript = `set -e
 SZ=$DEMO_SLOT
+rec=
+# With DEMO_RDMATRACE set, rdmatrace records rdmacp's calls and the RoCEv2
+# packets on this node into $DEMO_REC/nodeN.rec for the timeline page.
+start_record() {
+  [ -n "$DEMO_RDMATRACE" ] || return 0
+  "$DEMO_RDMATRACE" record -q -c rdmacp -i "$RDMALAB_NETDEV" --node "node$RDMALAB_NODE" -o "$DEMO_REC/node$RDMALAB_NODE.rec" 2>/tmp/rec.err &
+  rec=$!
+  i=0
+  until grep -q 'recording to' /tmp/rec.err; do
+    i=$((i+1)); [ $i -lt 300 ] || { echo "rdmatrace record did not start:"; cat /tmp/rec.err; exit 1; }
+    sleep 0.2
+  done
+  echo "== rdmatrace record: rdmacp's calls and the RoCEv2 packets on $RDMALAB_NETDEV"
+}
+stop_record() {
+  [ -n "$rec" ] || return 0
+  sleep 1
+  kill -INT "$rec"
+  wait "$rec" || { echo "rdmatrace record failed:"; cat /tmp/rec.err; exit 1; }
+  echo "DEMO recorded $(tail -1 /tmp/rec.err)"
+}
 if [ "$RDMALAB_NODE" = 0 ]; then
   echo "== rxe device: $(ibv_devinfo -d "$RDMALAB_DEV" | grep -E 'hca_id|transport|state|active_mtu' | tr -s ' \t' ' ' | tr '\n' ';')"
   echo "== ib_write_bw server on $RDMALAB_ADDR ($SZ-byte RDMA Writes)"
@@ -37,7 +59,9 @@ if [ "$RDMALAB_NODE" = 0 ]; then
   dst=/tmp/rdmacp-demo
   mkdir -p "$dst"
   echo "== rdmacp recv --once into $dst (node 0's tmpfs), listening on $RDMALAB_ADDR:18620"
+  start_record
   "$DEMO_RDMACP" recv --once --json --slot-size "$SZ" --listen "$RDMALAB_ADDR:18620" "$dst" >/tmp/recv.json
+  stop_record
   echo "DEMO recv-json $(cat /tmp/recv.json)"
   echo "DEMO recv-rehash $(sha256sum "$dst/demo.bin" | cut -d' ' -f1)"
   echo "DEMO recv-size $(stat -c %s "$dst/demo.bin")"
@@ -53,7 +77,9 @@ else
   [ -n "$ok" ] || { cat /tmp/bw.txt; exit 1; }
   echo "DEMO bw $(grep -E "^ *$SZ " /tmp/bw.txt | head -1)"
   echo "== rdmacp send /tmp/demo.bin ($DEMO_BYTES random bytes) -> $RDMALAB_PEER:18620"
+  start_record
   "$DEMO_RDMACP" send --json --wait 60s --slot-size "$SZ" /tmp/demo.bin "$RDMALAB_PEER:18620" >/tmp/send.json
+  stop_record
   echo "DEMO send-json $(cat /tmp/send.json)"
 fi`
 
@@ -165,12 +191,17 @@ func (f *demoFacts) check(size int64) []string {
 // buildRdmacp builds cmd/rdmacp statically into dir (the guest runs it from
 // the host's file system).
 func buildRdmacp(ctx context.Context, dir string, stderr io.Writer) (string, error) {
-	out := filepath.Join(dir, "rdmacp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "github.com/rdmago/rdmago/cmd/rdmacp")
+	return buildTool(ctx, dir, "rdmacp", stderr)
+}
+
+// buildTool builds cmd/NAME statically into dir.
+func buildTool(ctx context.Context, dir, name string, stderr io.Writer) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "github.com/rdmago/rdmago/cmd/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build rdmacp (run the demo from the repository, as `make demo`): %w", err)
+		return "", fmt.Errorf("build %s (run the demo from the repository, as `make demo`): %w", name, err)
 	}
 	return out, nil
 }
@@ -180,6 +211,10 @@ type Options struct {
 	lab.RunOptions       // Nodes is ignored: the demo boots two
 	Size           int64 // bytes of random data to send (keep it small: the VMs are emulated)
 	SlotSize       int64 // rdmacp's slot size and ib_write_bw's message size, 4096..16 MiB
+	// Timeline, when set, is the HTML page to write: rdmatrace records
+	// rdmacp's calls and the packets on both nodes and draws them
+	// (package tools/timeline).
+	Timeline string
 }
 
 // Check reports sizes the demo cannot run with.
@@ -207,6 +242,8 @@ type Result struct {
 	Seconds      float64 // rdmacp send's time
 	RdmacpMBs    float64 // rdmacp send's throughput, MB/s (2^20 bytes)
 	WriteBWMBs   float64 // ib_write_bw's average, MB/s as perftest counts them (2^20 bytes)
+	// Timeline is the page written for Options.Timeline and what it shows.
+	Timeline, TimelineSays string
 }
 
 // Run builds rdmacp, boots two lab nodes and runs the demo: the nodes'
@@ -227,6 +264,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 	bin, err := buildRdmacp(ctx, dir, stderr)
 	if err != nil {
 		return nil, err
+	}
+	if o.Timeline != "" {
+		tr, err := buildTool(ctx, dir, "rdmatrace", stderr)
+		if err != nil {
+			return nil, err
+		}
+		o.Env = append(o.Env, "DEMO_RDMATRACE="+tr, "DEMO_REC="+dir)
 	}
 	o.Shares = append(o.Shares, dir)
 	iters := max(8, min(64, 32*(1<<20)/o.SlotSize)) // about 32 MiB of writes
@@ -250,7 +294,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 		return &Result{Problems: bad}, nil
 	}
 	const mib = 1 << 20
-	return &Result{
+	r := &Result{
 		SourceSHA256: f.sendFile,
 		SentSHA256:   f.send.Files[0].SHA256,
 		RecvSHA256:   f.recv.Files[0].SHA256,
@@ -259,5 +303,18 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 		Seconds:      f.send.Seconds,
 		RdmacpMBs:    f.send.Throughput / mib,
 		WriteBWMBs:   f.bwMBs,
-	}, nil
+	}
+	if o.Timeline != "" {
+		m, err := timeline.Load([]string{filepath.Join(dir, "node0.rec"), filepath.Join(dir, "node1.rec")})
+		if err != nil {
+			return nil, fmt.Errorf("timeline: %w", err)
+		}
+		m.Title = fmt.Sprintf("rdmalab demo: rdmacp sends %d bytes from node1 to node0 (RDMA Write, RoCEv2 over rxe)", o.Size)
+		if err := timeline.WriteFile(o.Timeline, m); err != nil {
+			return nil, err
+		}
+		r.Timeline = o.Timeline
+		r.TimelineSays = fmt.Sprintf("%d packets, %d calls and CM events; %s", m.Packets, m.Calls, m.Clock)
+	}
+	return r, nil
 }

@@ -63,14 +63,11 @@ func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error 
 	if err := o.Check(); err != nil {
 		return err
 	}
-	t, err := New(o.Options)
+	t, err := o.attach(stderr)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	if !o.Quiet {
-		WriteProbes(stderr, t.Probes(), false)
-	}
 	var devs []string
 	if o.Dev != "" {
 		devs = []string{o.Dev}
@@ -97,15 +94,8 @@ func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error 
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(events)
-		for {
-			e, err := t.Read(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					readErr <- err
-				}
-				return
-			}
-			events <- e
+		if err := readEvents(ctx, t, func(e Event) { events <- e }); err != nil {
+			readErr <- err
 		}
 	}()
 loop:
@@ -157,6 +147,35 @@ loop:
 	}
 	out.Flush()
 	return t.Close()
+}
+
+// attach attaches the probes (New) and, unless o.Quiet, lists the ones
+// skipped on stderr. The caller closes the Tracer.
+func (o WatchOptions) attach(stderr io.Writer) (*Tracer, error) {
+	t, err := New(o.Options)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Quiet {
+		WriteProbes(stderr, t.Probes(), false)
+	}
+	return t, nil
+}
+
+// readEvents reads t's events and hands each to use until ctx is done
+// (then it returns nil) or reading fails (then it returns the error).
+// Watch and Record run it in a goroutine of their own.
+func readEvents(ctx context.Context, t *Tracer, use func(Event)) error {
+	for {
+		e, err := t.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		use(e)
+	}
 }
 
 // ListProbes is `rdmatrace probes`: it attaches every probe, writes which
