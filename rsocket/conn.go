@@ -366,7 +366,7 @@ func (c *Conn) recvLocked(wc *uverbs.WC) bool {
 		// RDMA WRITE, which landed before its completion.
 		for i := range c.tgt {
 			if c.tgt[i].Length == 0 {
-				c.tgt[i] = clampSGE(getSGE(c.mem.tsgl[i*sgeLen:], binary.NativeEndian))
+				c.tgt[i] = clampSGE(loadSGE(c.mem.tsgl[i*sgeLen:]))
 			}
 		}
 	case opIOMapSG:
@@ -742,7 +742,7 @@ func (c *Conn) writeDataLocked(p []byte) {
 	if t.Length == 0 {
 		// Mark the entry used up in memory too, so only the peer's next
 		// update (announced by a credit message) refills it.
-		putSGE(c.mem.tsgl[c.tgtIdx*sgeLen:], rsSGE{}, binary.NativeEndian)
+		clearSGE(c.mem.tsgl[c.tgtIdx*sgeLen:])
 		if c.tgtIdx++; c.tgtIdx == sglSize {
 			c.tgtIdx = 0
 		}

@@ -4,11 +4,14 @@ package rsocket
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -157,7 +160,13 @@ func (e *fakeEnd) deliver(wr *uverbs.SendWR, data []byte) bool {
 			p.fail()
 			return true
 		}
-		copy(dst, data)
+		if len(dst) == sgeLen && p.isTargetSGL(wr.RKey) {
+			// An SGE into a target SGL: in address order, the
+			// length last (as DMA and rxe's memcpy fill it).
+			storeSGE(dst, data)
+		} else {
+			copy(dst, data)
+		}
 	}
 	if imm {
 		p.recvs--
@@ -166,6 +175,18 @@ func (e *fakeEnd) deliver(wr *uverbs.SendWR, data []byte) bool {
 	}
 	e.complete(uverbs.WC{WRID: wr.ID, Status: uverbs.WCSuccess, Opcode: uverbs.WCRDMAWrite})
 	return true
+}
+
+func (e *fakeEnd) isTargetSGL(key uint32) bool {
+	r := e.regions[key]
+	return r != nil && len(r.buf) == sglSize*sgeLen
+}
+
+func storeSGE(dst, src []byte) {
+	p := unsafe.Pointer(&dst[0])
+	atomic.StoreUint64((*uint64)(p), binary.NativeEndian.Uint64(src))
+	atomic.StoreUint32((*uint32)(unsafe.Add(p, 8)), binary.NativeEndian.Uint32(src[8:]))
+	atomic.StoreUint32((*uint32)(unsafe.Add(p, 12)), binary.NativeEndian.Uint32(src[12:]))
 }
 
 func (e *fakeEnd) pump() {
