@@ -16,6 +16,8 @@ have ib_write_bw || need+=(perftest)
 pkg rdma-core || need+=(rdma-core)
 pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
+have nc || need+=(netcat-openbsd) # rsocket/rdmacat interop under librspreload
+have curl || need+=(curl)
 have dpkg-deb || need+=(dpkg)
 
 if ((${#need[@]})); then
