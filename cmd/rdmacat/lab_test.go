@@ -68,13 +68,18 @@ func TestLabNetcat(t *testing.T) {
 		lib = "/usr/lib/x86_64-linux-gnu"
 	}
 	lib += "/rsocket/librspreload.so"
+	// nc is an alternatives symlink, absolute, which does not resolve
+	// under /host: name OpenBSD's netcat itself. Look it up here, in the
+	// test's goroutine (Missing fails the test inside the lab).
+	const ncTool = "nc.openbsd"
+	labtest.HostTool(t, ctx, ncTool)
 	toNC, toCat := random(2<<20+123, 1), random(1<<20+7, 2)
 	for i, ncListens := range []bool{true, false} {
 		port := strconv.Itoa(18700 + i)
 		name := map[bool]string{true: "nc-listens", false: "rdmacat-listens"}[ncListens]
 		t.Run(name, func(t *testing.T) {
 			runNC := func(args ...string) error {
-				cmd := labtest.HostTool(t, ctx, "nc", args...)
+				cmd := labtest.HostTool(t, ctx, ncTool, args...)
 				if cmd.Env == nil {
 					cmd.Env = os.Environ()
 				}
