@@ -139,7 +139,11 @@ func TestLabNetcat(t *testing.T) {
 				return
 			}
 			errs := make(chan error, 1)
-			go func() { errs <- lfn() }()
+			go func() {
+				err := errors.New("the listening side stopped early")
+				defer func() { errs <- err }()
+				err = lfn()
+			}()
 			if ncListens {
 				time.Sleep(500 * time.Millisecond)
 			}
