@@ -16,7 +16,8 @@ have ib_write_bw || need+=(perftest)
 pkg rdma-core || need+=(rdma-core)
 pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
-have nc || need+=(netcat-openbsd) # rsocket/rdmacat interop under librspreload
+have nc.openbsd || need+=(netcat-openbsd) # rdmacat interop under librspreload
+have nc.traditional || need+=(netcat-traditional)
 have curl || need+=(curl)
 have dpkg-deb || need+=(dpkg)
 
