@@ -16,8 +16,7 @@ have ib_write_bw || need+=(perftest)
 pkg rdma-core || need+=(rdma-core)
 pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
-have nc.openbsd || need+=(netcat-openbsd) # rdmacat interop under librspreload
-have nc.traditional || need+=(netcat-traditional)
+have nc.traditional || need+=(netcat-traditional) # rdmacat interop under librspreload
 have curl || need+=(curl)
 have dpkg-deb || need+=(dpkg)
 
