@@ -7,3 +7,5 @@ require (
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/sys v0.49.0
 )
+
+require golang.org/x/net v0.48.0

@@ -17,6 +17,8 @@ have ib_write_bw || need+=(perftest)
 pkg rdma-core || need+=(rdma-core)
 pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
+have nc.traditional || need+=(netcat-traditional) # rdmacat interop under librspreload
+have curl || need+=(curl)
 have dpkg-deb || need+=(dpkg)
 have chromium || need+=(chromium)
 

@@ -1,0 +1,172 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/labtest"
+)
+
+// labNet is rsocketNet that reports the listening address and retries a
+// dial while nobody listens yet (the C peer may still be starting).
+type labNet struct {
+	rsocketNet
+	addrs chan net.Addr
+}
+
+func (n labNet) dial(ctx context.Context, addr string) (conn, error) {
+	for {
+		c, err := n.rsocketNet.dial(ctx, addr)
+		if err == nil || !errors.Is(err, cm.ErrNoListener) || ctx.Err() != nil {
+			return c, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (n labNet) accept(ctx context.Context, addr string, listening func(net.Addr)) (conn, error) {
+	return n.rsocketNet.accept(ctx, addr, func(a net.Addr) {
+		listening(a)
+		n.addrs <- a
+	})
+}
+
+func random(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 3))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// TestLabNetcat: rdmacat against OpenBSD nc run under
+// LD_PRELOAD=librspreload.so (so nc's TCP socket is an rsocket), in both
+// roles; each side's stdin must arrive whole at the other's stdout (checked
+// by SHA-256) and both must exit 0. With two nodes node 0 runs the
+// listening side and node 1 the connecting one.
+func TestLabNetcat(t *testing.T) {
+	e := labtest.Require(t)
+	two := os.Getenv("RDMALAB_NODES") == "2"
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	lib := "/usr/lib/" + map[string]string{"arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	if runtime.GOARCH != "arm64" {
+		lib = "/usr/lib/x86_64-linux-gnu"
+	}
+	lib += "/rsocket/librspreload.so"
+	// The traditional netcat, named itself (nc is an alternatives symlink,
+	// absolute, which does not resolve under /host). OpenBSD's nc cannot
+	// be an rsocket: it listens only with SO_REUSEPORT, which rsockets
+	// refuse, and it creates its sockets with SOCK_NONBLOCK, which
+	// librspreload does not take for an rsocket (it falls back to TCP).
+	// The traditional nc stops sending when the peer's data ends, so it
+	// only receives here: rdmacat's stdin must arrive whole at nc, and
+	// both must end cleanly. Look it up here, in the test's goroutine
+	// (Missing fails the test inside the lab).
+	const ncTool = "nc.traditional"
+	labtest.HostTool(t, ctx, ncTool)
+	toNC := random(2<<20+123, 1)
+	for i, ncListens := range []bool{true, false} {
+		port := strconv.Itoa(18700 + i)
+		name := map[bool]string{true: "nc-listens", false: "rdmacat-listens"}[ncListens]
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 80*time.Second)
+			defer cancel()
+			runNC := func(args ...string) error {
+				cmd := labtest.HostTool(t, ctx, ncTool, args...)
+				if cmd.Env == nil {
+					cmd.Env = os.Environ()
+				}
+				cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+				cmd.Stdin = bytes.NewReader(nil)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("nc %q under librspreload: %v: %s", args, err, errb.String())
+				}
+				if sha256.Sum256(out.Bytes()) != sha256.Sum256(toNC) {
+					return fmt.Errorf("nc received %d bytes, want rdmacat's %d (SHA-256 differs)", out.Len(), len(toNC))
+				}
+				return nil
+			}
+			runCat := func(nw labNet, args ...string) error {
+				var out, errb bytes.Buffer
+				code := runNet(ctx, append([]string{"--json"}, args...), nw, bytes.NewReader(toNC), &out, &errb)
+				t.Logf("rdmacat %q: %s", args, errb.String())
+				if code != 0 {
+					return fmt.Errorf("rdmacat %q exited %d", args, code)
+				}
+				var want []byte // nc sends nothing
+				if sha256.Sum256(out.Bytes()) != sha256.Sum256(want) {
+					return fmt.Errorf("rdmacat received %d bytes, want nc's %d (SHA-256 differs)", out.Len(), len(want))
+				}
+				return nil
+			}
+			nw := labNet{addrs: make(chan net.Addr, 1)}
+			listenerNode, connect := e.Node == "0", e.Peer+":"+port
+			var lfn, cfn func() error
+			if ncListens {
+				lfn = func() error { return runNC("-l", "-s", e.Addr, "-p", port) }
+				cfn = func() error { return runCat(nw, connect) }
+			} else {
+				lfn = func() error { return runCat(nw, "-l", e.Addr+":"+port) }
+				cfn = func() error {
+					if !two {
+						select {
+						case <-nw.addrs:
+						case <-ctx.Done():
+							return ctx.Err()
+						}
+					} else {
+						time.Sleep(3 * time.Second)
+					}
+					return runNC(e.Peer, port)
+				}
+			}
+			if two {
+				f := cfn
+				if listenerNode {
+					f = lfn
+				}
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			errs := make(chan error, 1)
+			go func() {
+				err := errors.New("the listening side stopped early")
+				defer func() {
+					if err != nil {
+						cancel() // the connecting side would wait for nothing
+					}
+					errs <- err
+				}()
+				err = lfn()
+			}()
+			if ncListens {
+				time.Sleep(500 * time.Millisecond)
+			}
+			if err := cfn(); err != nil {
+				t.Error(err)
+			}
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

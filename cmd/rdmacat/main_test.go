@@ -1,0 +1,128 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tcpNet runs rdmacat's logic over loopback TCP (host tests have no RDMA).
+type tcpNet struct{ addrs chan net.Addr }
+
+func (n tcpNet) dial(ctx context.Context, addr string) (conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
+func (n tcpNet) accept(ctx context.Context, addr string, listening func(net.Addr)) (conn, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	listening(l.Addr())
+	if n.addrs != nil {
+		n.addrs <- l.Addr()
+	}
+	c, err := l.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "want one address"},
+		{[]string{"a:1", "b:2"}, 2, "want one address"},
+		{[]string{"nohost"}, 2, "want HOST:PORT"},
+		{[]string{"-l", "10.0.0.1:"}, 2, "with a port"},
+		{[]string{"-bogus", "a:1"}, 2, "flag provided but not defined"},
+		{[]string{"-h"}, 0, "usage:"},
+	} {
+		var stderr bytes.Buffer
+		code := runNet(context.Background(), tc.args, tcpNet{}, strings.NewReader(""), io.Discard, &stderr)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("rdmacat %q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestBothWays: a listener and a connector swap their stdins; both exit 0
+// and --json reports the byte counts.
+func TestBothWays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nw := tcpNet{addrs: make(chan net.Addr, 1)}
+	up, down := bytes.Repeat([]byte("to the server "), 100000), bytes.Repeat([]byte("to the client "), 50000)
+	var sOut, sErr bytes.Buffer
+	codes := make(chan int, 1)
+	go func() {
+		codes <- runNet(ctx, []string{"-l", "--json", "127.0.0.1:0"}, nw, bytes.NewReader(down), &sOut, &sErr)
+	}()
+	addr := (<-nw.addrs).String()
+	var cOut, cErr bytes.Buffer
+	if code := runNet(ctx, []string{"-q", addr}, nw, bytes.NewReader(up), &cOut, &cErr); code != 0 {
+		t.Fatalf("connector exit %d: %s", code, cErr.String())
+	}
+	if cErr.Len() != 0 {
+		t.Errorf("-q printed %q", cErr.String())
+	}
+	if code := <-codes; code != 0 {
+		t.Fatalf("listener exit %d: %s", code, sErr.String())
+	}
+	if !bytes.Equal(sOut.Bytes(), up) || !bytes.Equal(cOut.Bytes(), down) {
+		t.Fatalf("data mixed up: server got %d bytes, client %d", sOut.Len(), cOut.Len())
+	}
+	lines := strings.Split(strings.TrimSpace(sErr.String()), "\n")
+	var s summary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
+		t.Fatalf("--json: %v in %q", err, sErr.String())
+	}
+	if !s.OK || s.Mode != "listen" || s.ReceivedBytes != int64(len(up)) || s.SentBytes != int64(len(down)) || s.Seconds <= 0 {
+		t.Fatalf("summary %+v", s)
+	}
+}
+
+// TestPeerReset: a connection that fails mid-stream exits 1.
+func TestPeerReset(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Write([]byte("partial"))
+		time.Sleep(100 * time.Millisecond)
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // RST
+	}()
+	pr, pw := io.Pipe() // stdin that never ends
+	defer pw.Close()
+	var out, errb bytes.Buffer
+	code := runNet(ctx, []string{"--json", l.Addr().String()}, tcpNet{}, pr, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), `"ok":false`) {
+		t.Fatalf("exit %d, stderr %q; want 1 and a failed summary", code, errb.String())
+	}
+}

@@ -1,0 +1,334 @@
+// Copyright 2026 The rdmago Authors.
+
+package rsocket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+)
+
+// librdmacm's defaults (rsocket.c; /etc/rdma/rsocket/*_default override
+// them there).
+const (
+	DefaultSendBuffer = 1 << 17 // wmem_default
+	DefaultRecvBuffer = 1 << 17 // mem_default
+	DefaultSendQueue  = 384     // sqsize_default
+	DefaultRecvQueue  = 384     // rqsize_default
+	DefaultInline     = 64      // inline_default
+)
+
+// NoInline is the Options.Inline that sends every payload from the send
+// ring (RDMA_INLINE 0).
+const NoInline = -1
+
+// Options are what a C program sets on an rsocket with rsetsockopt, with
+// librdmacm's defaults for the zero value.
+type Options struct {
+	// SendBuffer is the size of the send ring in bytes (SO_SNDBUF sets
+	// twice its argument, as Linux does); 0 means 128 KiB. At least 4 KiB.
+	SendBuffer int
+	// RecvBuffer is the size of the receive ring the peer writes into;
+	// half of it is published to the peer at a time. 0 means 128 KiB. At
+	// least 4 KiB; odd sizes are rounded up.
+	RecvBuffer int
+	// SendQueue and RecvQueue are the QP's depths (RDMA_SQSIZE,
+	// RDMA_RQSIZE); 0 means 384. They are clamped to 16-65534. RecvQueue
+	// is also the number of data messages the peer may have in flight.
+	SendQueue, RecvQueue int
+	// Inline is the largest payload copied into the work request itself
+	// (RDMA_INLINE); 0 means 64 bytes, NoInline none. The device may
+	// grant less.
+	Inline int
+	// KeepAlive is the interval of librdmacm's keepalive (SO_KEEPALIVE
+	// with TCP_KEEPIDLE): a zero-byte RDMA WRITE that fails, and fails the
+	// connection, once the peer stops answering. 0 disables it, as
+	// librdmacm's default does.
+	KeepAlive time.Duration
+	// AckTimeout is the QP's local ACK timeout exponent
+	// (RDMA_OPTION_ID_ACK_TIMEOUT, 4.096 µs × 2^AckTimeout): how soon a
+	// vanished peer is noticed. 0 leaves the CM's default.
+	AckTimeout uint8
+	// PollTime, when positive, makes a Read or Write that has to wait
+	// poll the completion queue for that long before it sleeps
+	// (librdmacm's polling_time, 10 µs there). 0 never spins.
+	PollTime time.Duration
+	// CloseTimeout bounds how long Close waits for the DISCONNECT and the
+	// data before it to be acknowledged, and for the CM; 0 means 3 s.
+	CloseTimeout time.Duration
+	// Logf, when set, is told each CM and verbs step and every refused
+	// connection request.
+	Logf func(format string, args ...any)
+
+	localAddr netip.AddrPort
+}
+
+func (o *Options) config() (config, error) {
+	cfg := config{
+		sqSize:       orDefault(o.SendQueue, DefaultSendQueue),
+		rqSize:       orDefault(o.RecvQueue, DefaultRecvQueue),
+		inline:       orDefault(o.Inline, DefaultInline),
+		sbufSize:     orDefault(o.SendBuffer, DefaultSendBuffer),
+		rbufSize:     orDefault(o.RecvBuffer, DefaultRecvBuffer),
+		keepalive:    max(o.KeepAlive, 0),
+		closeTimeout: orDefault(o.CloseTimeout, 3*time.Second),
+	}
+	if o.Inline == NoInline {
+		cfg.inline = 0
+	}
+	// rs_set_qp_size
+	cfg.sqSize = min(max(cfg.sqSize, qpMinSize), qpMaxSize)
+	cfg.rqSize = min(max(cfg.rqSize, qpMinSize), qpMaxSize)
+	switch {
+	case cfg.inline < 0 || cfg.inline > qpMaxSize:
+		return cfg, fmt.Errorf("rsocket: Inline %d: want 0-%d or NoInline", o.Inline, qpMaxSize)
+	case cfg.sbufSize < 2*sndLowat || cfg.sbufSize > maxMsgData:
+		return cfg, fmt.Errorf("rsocket: SendBuffer %d: want %d to %d bytes", o.SendBuffer, 2*sndLowat, maxMsgData)
+	case cfg.rbufSize < 2*sndLowat || cfg.rbufSize > maxMsgData:
+		return cfg, fmt.Errorf("rsocket: RecvBuffer %d: want %d to %d bytes", o.RecvBuffer, 2*sndLowat, maxMsgData)
+	}
+	cfg.rbufSize += cfg.rbufSize & 1
+	return cfg, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func checkNetwork(network string) error {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+		return nil
+	}
+	return fmt.Errorf("network %q: rsockets are streams over RDMA connections: use \"tcp\", \"tcp4\" or \"tcp6\": %w", network, net.UnknownNetworkError(network))
+}
+
+// Dialer dials rsockets with Options.
+type Dialer struct {
+	Options
+	// LocalAddr is the source address to resolve from (rdma_resolve_addr's
+	// src_addr); the zero value lets the routing table choose.
+	LocalAddr netip.AddrPort
+	// Timeout bounds the whole dial (address and route resolution, the
+	// connection exchange); 0 means none beyond ctx.
+	Timeout time.Duration
+}
+
+// Dial connects to the rsocket listening at address ("host:port") with the
+// zero Dialer. network must be "tcp", "tcp4" or "tcp6". It needs Linux with
+// rdma_ucm and an RDMA device routing to address (tested with Soft-RoCE on
+// 6.1 and 6.12). The caller must Close the Conn.
+func Dial(ctx context.Context, network, address string) (*Conn, error) {
+	var d Dialer
+	return d.Dial(ctx, network, address)
+}
+
+// DialContext is Dial returning a net.Conn, for http.Transport.DialContext
+// and the like.
+func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := d.Dial(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dial is rconnect: resolve address and route, create the QP and the
+// rsocket's buffers, send the connection request with this side's
+// rs_conn_data, check the peer's in the reply. Failures are *net.OpError
+// values wrapping cm's errors (cm.ErrNoListener, ...) or ErrProtocol.
+func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, error) {
+	opErr := func(err error) error {
+		return &net.OpError{Op: "dial", Net: "rsocket", Err: err, Addr: addrString(address)}
+	}
+	if err := checkNetwork(network); err != nil {
+		return nil, opErr(err)
+	}
+	cfg, err := d.config()
+	if err != nil {
+		return nil, opErr(err)
+	}
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	s := &setup{cfg: cfg}
+	o := d.Options
+	o.localAddr = d.LocalAddr
+	cc, err := cm.Dial(ctx, address, s.cmOptions(&o))
+	if err != nil {
+		s.free()
+		return nil, opErr(err)
+	}
+	peer, err := parseConnData(cc.Peer().PrivateData)
+	if err != nil {
+		s.v.close()
+		return nil, opErr(err)
+	}
+	return newConn(s.v, s.mem, s.cfg, peer, d.PollTime, tcpAddr(cc.LocalAddr()), tcpAddr(cc.RemoteAddr())), nil
+}
+
+type addrString string
+
+func (a addrString) Network() string { return "rsocket" }
+func (a addrString) String() string  { return string(a) }
+
+func tcpAddr(a netip.AddrPort) *net.TCPAddr { return net.TCPAddrFromAddrPort(a) }
+
+// ListenConfig listens with Options, which every accepted connection gets.
+type ListenConfig struct {
+	Options
+	// Backlog bounds the connection requests not yet accepted; 0 means the
+	// kernel's maximum.
+	Backlog int
+}
+
+// Listen is rlisten on address ("host:port"; an empty host listens on
+// every RDMA device, port 0 picks one) with the zero ListenConfig. The
+// caller must Close the Listener.
+func Listen(ctx context.Context, network, address string) (*Listener, error) {
+	var lc ListenConfig
+	return lc.Listen(ctx, network, address)
+}
+
+// Listen is rbind + rlisten.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (*Listener, error) {
+	opErr := func(err error) error {
+		return &net.OpError{Op: "listen", Net: "rsocket", Err: err, Addr: addrString(address)}
+	}
+	if err := checkNetwork(network); err != nil {
+		return nil, opErr(err)
+	}
+	if _, err := lc.config(); err != nil {
+		return nil, opErr(err)
+	}
+	cl, err := cm.Listen(ctx, address, &cm.Options{Backlog: lc.Backlog, Logf: lc.Logf})
+	if err != nil {
+		return nil, opErr(err)
+	}
+	l := &Listener{cl: cl, o: lc.Options, addr: tcpAddr(cl.Addr())}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	return l, nil
+}
+
+// Listener is a listening rsocket, a net.Listener.
+type Listener struct {
+	cl     *cm.Listener
+	o      Options
+	addr   *net.TCPAddr
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+
+	refused uint64 // requests refused for bad connection data
+}
+
+// Accept waits for the next connection and returns it as a net.Conn.
+func (l *Listener) Accept() (net.Conn, error) {
+	c, err := l.AcceptRSocket(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// AcceptRSocket is raccept: it takes the next connection request, checks
+// the peer's rs_conn_data (requests that are not rsockets, or break the
+// protocol, are rejected, reported to Options.Logf, and skipped), sets up
+// the QP and buffers and accepts. It fails with net.ErrClosed after Close.
+// The caller must Close the Conn.
+func (l *Listener) AcceptRSocket(ctx context.Context) (*Conn, error) {
+	opErr := func(err error) error { return &net.OpError{Op: "accept", Net: "rsocket", Addr: l.addr, Err: err} }
+	cfg, err := l.o.config()
+	if err != nil {
+		return nil, opErr(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	unlink := context.AfterFunc(l.ctx, cancel)
+	defer unlink()
+	for {
+		req, err := l.cl.AcceptRequest(ctx)
+		if err != nil {
+			if l.ctx.Err() != nil || errors.Is(err, cm.ErrClosed) {
+				return nil, opErr(net.ErrClosed)
+			}
+			return nil, opErr(err)
+		}
+		peer, err := parseConnData(req.Param.PrivateData)
+		if err != nil {
+			from := "?"
+			if ai, qerr := req.ID.Query(); qerr == nil {
+				from = ai.Remote.String()
+			}
+			l.logf("rsocket: refused a connection request from %s: %v", from, err)
+			l.mu.Lock()
+			l.refused++
+			l.mu.Unlock()
+			req.Reject(nil)
+			continue
+		}
+		s := &setup{cfg: cfg}
+		cc, err := req.Accept(ctx, s.cmOptions(&l.o))
+		if err != nil {
+			s.free()
+			if l.ctx.Err() != nil {
+				return nil, opErr(net.ErrClosed)
+			}
+			if errors.Is(err, cm.ErrConnect) || errors.Is(err, cm.ErrDisconnected) || errors.Is(err, cm.ErrUnreachable) {
+				// The requester gave up; wait for the next.
+				l.logf("rsocket: accepting a connection failed: %v", err)
+				continue
+			}
+			return nil, opErr(err)
+		}
+		return newConn(s.v, s.mem, s.cfg, peer, l.o.PollTime, tcpAddr(cc.LocalAddr()), tcpAddr(cc.RemoteAddr())), nil
+	}
+}
+
+func (l *Listener) logf(format string, args ...any) {
+	if l.o.Logf != nil {
+		l.o.Logf(format, args...)
+	}
+}
+
+// Refused is how many connection requests were rejected for bad
+// connection data.
+func (l *Listener) Refused() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused
+}
+
+// Close stops listening (rclose on the listening rsocket): Accept returns
+// net.ErrClosed; connections already accepted stay open. It is idempotent.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	if err := l.cl.Close(); err != nil {
+		return &net.OpError{Op: "close", Net: "rsocket", Addr: l.addr, Err: err}
+	}
+	return nil
+}
+
+// Addr is the listening address (*net.TCPAddr).
+func (l *Listener) Addr() net.Addr { return l.addr }
+
+var _ net.Listener = (*Listener)(nil)

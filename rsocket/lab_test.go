@@ -1,0 +1,497 @@
+// Copyright 2026 The rdmago Authors.
+
+package rsocket
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/labtest"
+	"golang.org/x/net/nettest"
+)
+
+// Lab tests: real rxe in the rdmalab guests. With one node both ends run
+// here (rxe loops back); with two, node 0 serves and node 1 connects.
+
+const labPortBase = 18500
+
+func labPort(n int) string { return strconv.Itoa(labPortBase + n) }
+
+type labEnv struct {
+	labtest.Env
+	twoNodes bool
+	server   bool
+}
+
+func requireLab(t *testing.T) labEnv {
+	t.Helper()
+	e := labtest.Require(t)
+	return labEnv{Env: e, twoNodes: os.Getenv("RDMALAB_NODES") == "2", server: e.Node == "0"}
+}
+
+func labCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runRoles runs serve and client: both here with one node, by node with two.
+func runRoles(t *testing.T, e labEnv, serve, client func() error) {
+	t.Helper()
+	if e.twoNodes {
+		f := client
+		if e.server {
+			f = serve
+		}
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- serve() }()
+	if err := client(); err != nil {
+		t.Error(err)
+	}
+	if err := <-errs; err != nil {
+		t.Error(err)
+	}
+}
+
+// dialRetry dials, retrying while nobody listens yet.
+func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
+	for {
+		c, err := d.Dial(ctx, "tcp", addr)
+		if err == nil || !errors.Is(err, cm.ErrNoListener) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func listenLab(t *testing.T, ctx context.Context, e labEnv, port string, o Options) *Listener {
+	t.Helper()
+	lc := ListenConfig{Options: o}
+	l, err := lc.Listen(ctx, "tcp", e.Addr+":"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestLabStream: Go to Go over real RDMA, both directions at once, through
+// the default rings and through small ones.
+func TestLabStream(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 120*time.Second)
+	for i, o := range []Options{{}, {SendBuffer: 8192, RecvBuffer: 8192, SendQueue: 16, RecvQueue: 16, Inline: NoInline}} {
+		port := labPort(1 + i)
+		var l *Listener
+		if !e.twoNodes || e.server {
+			l = listenLab(t, ctx, e, port, o)
+		}
+		runRoles(t, e, func() error {
+			c, err := l.AcceptRSocket(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return echoCheck(c, 1<<20)
+		}, func() error {
+			c, err := dialRetry(ctx, &Dialer{Options: o}, e.Peer+":"+port)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return echoCheck(c, 1<<20)
+		})
+	}
+}
+
+// echoCheck sends n random bytes while reading n from the other side,
+// which does the same; both digests must be the sender's.
+func echoCheck(c net.Conn, n int) error {
+	src := randomBytes(n, 7)
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(src)
+		werr <- err
+	}()
+	got := make([]byte, n)
+	if _, err := io.ReadFull(c, got); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if !bytes.Equal(got, src) {
+		return errors.New("data corrupted")
+	}
+	return nil
+}
+
+// TestLabNettest runs x/net/nettest's net.Conn conformance suite over
+// pairs of real rsocket connections (one node: rxe loops back).
+func TestLabNettest(t *testing.T) {
+	e := requireLab(t)
+	if e.twoNodes {
+		t.Skip("runs on one node (both ends of each pair in this process); the two-node runs cover the wire")
+	}
+	ctx := labCtx(t, 300*time.Second)
+	l := listenLab(t, ctx, e, labPort(10), Options{})
+	nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
+		acc := make(chan net.Conn, 1)
+		go func() {
+			c, err := l.AcceptRSocket(ctx)
+			if err != nil {
+				t.Error(err)
+				acc <- nil
+				return
+			}
+			acc <- c
+		}()
+		a, err := Dial(ctx, "tcp", e.Addr+":"+labPort(10))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		b := <-acc
+		if b == nil {
+			a.Close()
+			return nil, nil, nil, errors.New("accept failed")
+		}
+		return a, b, func() { a.Close(); b.Close() }, nil
+	})
+}
+
+// cTool starts a C tool (in the host's root), optionally under
+// librspreload, with its output in the test log.
+func cTool(t *testing.T, ctx context.Context, preload bool, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := labtest.HostTool(t, ctx, name, args...)
+	if preload {
+		lib := "/usr/lib/" + multiarch() + "/rsocket/librspreload.so"
+		if _, err := os.Stat(lib); err != nil {
+			if _, err := os.Stat("/host" + lib); err != nil {
+				labtest.Missing(t, "librspreload.so is not at %s (apt-get install librdmacm1)", lib)
+			}
+		}
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+	}
+	return cmd
+}
+
+func multiarch() string {
+	if runtime.GOARCH == "arm64" {
+		return "aarch64-linux-gnu"
+	}
+	return "x86_64-linux-gnu"
+}
+
+// rstreamPeer speaks rstream's custom test (-S size -C count, -T v):
+// 16-byte sync each way, then count transfers from the client, then count
+// back, every byte the running counter of common.c's format_buf.
+func rstreamPeer(c net.Conn, client bool, size, count int) error {
+	var out, in byte
+	send := func(n int) error {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = out
+			out++
+		}
+		_, err := c.Write(b)
+		return err
+	}
+	recv := func(n int) error {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(c, b); err != nil {
+			return err
+		}
+		for i := range b {
+			if b[i] != in {
+				return fmt.Errorf("byte %d is %d, want %d", i, b[i], in)
+			}
+			in++
+		}
+		return nil
+	}
+	steps := []func() error{
+		func() error { return send(16) }, func() error { return recv(16) },
+		func() error { return send(size * count) }, func() error { return recv(size * count) },
+	}
+	if !client {
+		steps[0], steps[1] = steps[1], steps[0]
+		steps[2], steps[3] = steps[3], steps[2]
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestLabRstream: rdma-core's rstream (librdmacm's rsockets in C) against
+// this package, rstream as server and as client, at a few sizes, with its
+// data verification on; the Go side checks the bytes too.
+func TestLabRstream(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 240*time.Second)
+	for i, sz := range []struct{ size, count int }{{100, 50}, {65536, 20}, {1 << 20, 4}} {
+		for j, cServer := range []bool{true, false} {
+			port := labPort(20 + 2*i + j)
+			args := []string{"-S", strconv.Itoa(sz.size), "-C", strconv.Itoa(sz.count), "-T", "v", "-p", port}
+			name := fmt.Sprintf("%d×%d/C-%s", sz.count, sz.size, map[bool]string{true: "server", false: "client"}[cServer])
+			t.Run(name, func(t *testing.T) {
+				runC := func(extra ...string) error {
+					cmd := cTool(t, ctx, false, "rstream", append(args, extra...)...)
+					out, err := cmd.CombinedOutput()
+					t.Logf("rstream %s:\n%s", strings.Join(cmd.Args[1:], " "), out)
+					if err != nil {
+						return fmt.Errorf("rstream: %v", err)
+					}
+					return nil
+				}
+				goServer := func() error {
+					l := listenLab(t, ctx, e, port, Options{})
+					c, err := l.AcceptRSocket(ctx)
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					return rstreamPeer(c, false, sz.size, sz.count)
+				}
+				goClient := func() error {
+					c, err := dialRetry(ctx, &Dialer{}, e.Peer+":"+port)
+					if err != nil {
+						return err
+					}
+					defer c.Close()
+					return rstreamPeer(c, true, sz.size, sz.count)
+				}
+				if cServer {
+					runRoles(t, e, func() error { return runC("-b", e.Addr) }, goClient)
+				} else {
+					if !e.twoNodes {
+						// The Go server must listen before rstream connects.
+						errs := make(chan error, 1)
+						go func() { errs <- goServer() }()
+						time.Sleep(300 * time.Millisecond)
+						if err := runC("-s", e.Peer); err != nil {
+							t.Error(err)
+						}
+						if err := <-errs; err != nil {
+							t.Error(err)
+						}
+						return
+					}
+					runRoles(t, e, goServer, func() error {
+						time.Sleep(2 * time.Second)
+						return runC("-s", e.Peer)
+					})
+				}
+			})
+		}
+	}
+}
+
+// TestLabCurlHTTP: a Go net/http server on rsocket.Listen, fetched by an
+// unmodified curl under LD_PRELOAD=librspreload.so; the SHA-256 of what
+// curl saved must be the file's.
+func TestLabCurlHTTP(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 120*time.Second)
+	port := labPort(40)
+	body := randomBytes(3<<20, 11)
+	want := sha256.Sum256(body)
+	var l *Listener
+	if !e.twoNodes || e.server {
+		l = listenLab(t, ctx, e, port, Options{})
+	}
+	done := make(chan struct{})
+	runRoles(t, e, func() error {
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body)
+		})}
+		go func() {
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+			time.Sleep(time.Second) // let the last response drain
+			srv.Close()
+		}()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return nil
+	}, func() error {
+		defer close(done)
+		if e.twoNodes {
+			time.Sleep(2 * time.Second)
+		}
+		out := filepath.Join("/tmp", "rsocket-curl-"+e.Node)
+		cmd := cTool(t, ctx, true, "curl", "-sS", "--fail", "--max-time", "60", "-o", out, "http://"+e.Peer+":"+port+"/file")
+		o, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("curl under librspreload: %v: %s", err, o)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		os.Remove(out)
+		if sha256.Sum256(got) != want {
+			return fmt.Errorf("curl saved %d bytes with SHA-256 %x, want %d bytes with %x", len(got), sha256.Sum256(got), len(body), want)
+		}
+		t.Logf("curl under librspreload fetched %d bytes over rsockets, SHA-256 %x", len(got), want)
+		return nil
+	})
+}
+
+// TestLabPeerKilled: the peer process is killed mid-stream (SIGKILL: no
+// DISCONNECT message; its kernel destroys the rdma_cm id); this end's Read
+// fails with ECONNRESET within seconds.
+func TestLabPeerKilled(t *testing.T) {
+	e := requireLab(t)
+	if e.twoNodes {
+		t.Skip("one node: the killed peer is a child process")
+	}
+	ctx := labCtx(t, 60*time.Second)
+	l := listenLab(t, ctx, e, labPort(50), Options{})
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), "RSOCKET_HELPER_DIAL="+e.Addr+":"+labPort(50))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.AcceptRSocket(ctx)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 1<<20)
+	total := 0
+	for total < 4<<20 {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("read before the kill: %v", err)
+		}
+		total += n
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed := time.Now()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		_, err = c.Read(buf)
+		if err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the peer was killed: %v, want ECONNRESET", err)
+	}
+	t.Logf("read failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
+	if d := time.Since(killed); d > 10*time.Second {
+		t.Fatalf("the failure took %v", d)
+	}
+}
+
+// TestMain runs TestLabPeerKilled's child when asked: it dials and writes
+// until it is killed.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("RSOCKET_HELPER_DIAL"); addr != "" {
+		c, err := Dial(context.Background(), "tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(2)
+		}
+		b := make([]byte, 1<<16)
+		for {
+			if _, err := c.Write(b); err != nil {
+				fmt.Fprintln(os.Stderr, "helper:", err)
+				os.Exit(2)
+			}
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// TestLabManyConnections: 100 connections opened, used and closed leave
+// the process's goroutines and descriptors where they were.
+func TestLabManyConnections(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 240*time.Second)
+	const n = 100
+	port := labPort(60)
+	var l *Listener
+	if !e.twoNodes || e.server {
+		l = listenLab(t, ctx, e, port, Options{})
+	}
+	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
+	g0, f0 := runtime.NumGoroutine(), fds()
+	runRoles(t, e, func() error {
+		for range n {
+			c, err := l.AcceptRSocket(ctx)
+			if err != nil {
+				return err
+			}
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(c, b); err != nil {
+				c.Close()
+				return err
+			}
+			c.Write(b)
+			c.Close()
+		}
+		return nil
+	}, func() error {
+		for i := range n {
+			c, err := dialRetry(ctx, &Dialer{}, e.Peer+":"+port)
+			if err != nil {
+				return fmt.Errorf("connection %d: %w", i, err)
+			}
+			c.Write([]byte("hello"))
+			b := make([]byte, 5)
+			_, err = io.ReadFull(c, b)
+			c.Close()
+			if err != nil || string(b) != "hello" {
+				return fmt.Errorf("connection %d: %q, %v", i, b, err)
+			}
+		}
+		return nil
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > g0 || fds() > f0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d connections: %d goroutines (were %d), %d descriptors (were %d)", n, runtime.NumGoroutine(), g0, fds(), f0)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
