@@ -137,7 +137,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
-	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(),
+	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(), PeerTimeout: 10 * time.Second,
 		RegMR: func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
 			mr, err := pd.RegMR(b, a)
 			if err == nil {
@@ -164,28 +164,41 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	}
 	logf("tcp: local LID %#x QPN %#x PSN %#x GID %v", local.LID, local.QPN, local.PSN, local.GID)
 	if c.client {
-		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), local)
+		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), func(ctx context.Context, addr string) (uverbs.Dest, error) {
+			return oob.Client(ctx, addr, local)
+		})
 		if err != nil {
 			return err
 		}
 		if err := connect(remote); err != nil {
 			return err
 		}
-		return d.Client(ctx)
+		return demoPeer(d.Client(ctx), c.mode)
 	}
 	logf("tcp: waiting for the client's exchange on %v", ln.Addr())
 	if _, err := oob.Server(ctx, ln, local, connect); err != nil {
 		return err
 	}
-	return d.Server(ctx)
+	return demoPeer(d.Server(ctx), c.mode)
 }
 
-// exchangeRetry is oob.Client, retried for up to 10 s while the
-// server is not listening yet (ibv_rc_pingpong's client gives up at once).
-func exchangeRetry(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
+// demoPeer explains a demo over --tcp whose peer went silent or failed
+// the connection: the peer of the same exchange may be a C pingpong.
+func demoPeer(err error, mode string) error {
+	var wce *uverbs.WCError
+	if errors.Is(err, ping.ErrPeerSilent) || (errors.As(err, &wce) && wce.WC.Status == uverbs.WCRetryExcErr) {
+		return fmt.Errorf("%w: the peer does not run rdmaping --tcp --mode %s; if it is rdma-core's ibv_rc/uc/ud/srq_pingpong, run rdmaping --tcp without --mode (with --qp-type or --srq to match)", err, mode)
+	}
+	return err
+}
+
+// exchangeRetry runs exchange (oob.Client or oob.ClientN), retried for up
+// to 10 s while the server is not listening yet (ibv_rc_pingpong's client
+// gives up at once).
+func exchangeRetry[T any](ctx context.Context, addr string, exchange func(context.Context, string) (T, error)) (T, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		remote, err := oob.Client(ctx, addr, local)
+		remote, err := exchange(ctx, addr)
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
 			return remote, err
 		}

@@ -116,7 +116,10 @@ func expect(b []byte, i int, what string) error {
 	want := make([]byte, len(b))
 	pattern(want, i)
 	if !bytes.Equal(b, want) {
-		return fmt.Errorf("iteration %d: %s mismatch", i, what)
+		if isFill(b, 0) {
+			return fmt.Errorf("iteration %d: %s mismatch: the peer sends a 0x7b buffer, as rdma-core's ibv_*_pingpong programs do: run rdmaping --tcp without --mode to talk to them", i, what)
+		}
+		return fmt.Errorf("iteration %d: %s mismatch (starts % x): is the peer rdmaping in the same --mode?", i, what, b[:min(len(b), 16)])
 	}
 	return nil
 }
