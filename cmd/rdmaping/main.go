@@ -18,6 +18,8 @@
 //	write-imm   RDMA WRITE with immediate: the server learns of it from the immediate
 //	read        RDMA READ of a pattern the server advertises
 //	atomic      fetch-and-add and compare-and-swap on the server's counter
+//	send-inv    RDMA WRITE through a type 2 memory window, then SEND WITH
+//	            INVALIDATE revokes it (-v narrates each bind and invalidation)
 //	rdmacs      the rdma_server/rdma_client 16-byte exchange (port 7471)
 //
 // The demos connect through rdma_cm, or with --tcp through ibv_rc_pingpong's
@@ -118,7 +120,7 @@ func parse(args []string) (*config, error) {
 	fs.BoolVar(&c.debug, "d", false, "debug printfs")
 	fs.BoolVar(&c.persistent, "P", false, "persistent server: serve clients until killed")
 	q := fs.Bool("q", false, "ignored (rping's self-created QP: rdmaping always creates its QP itself)")
-	fs.StringVar(&c.mode, "mode", "rping", "rping, send, send-imm, write, write-imm, read, atomic or rdmacs")
+	fs.StringVar(&c.mode, "mode", "rping", "rping, send, send-imm, write, write-imm, read, atomic, send-inv or rdmacs")
 	fs.BoolVar(&c.tcp, "tcp", false, "demos: connect the QP with an out-of-band TCP exchange instead of rdma_cm")
 	fs.StringVar(&c.qpType, "qp-type", "rc", "--tcp pingpong: rc, uc or ud (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong)")
 	fs.IntVar(&c.srq, "srq", 0, "--tcp pingpong: N RC QPs sharing an SRQ (ibv_srq_pingpong -q N; its default is 16)")
@@ -129,7 +131,7 @@ func parse(args []string) (*config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  rdmaping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"+
 			"  rdmaping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"+
-			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic [--tcp] ...\n"+
+			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic|send-inv [--tcp] ...\n"+
 			"  rdmaping -s|-c --tcp [--qp-type rc|uc|ud] [--srq N] [-C iters] [-S size] ...   (ibv_*_pingpong)\n"+
 			"  rdmaping -s|-c --ud [-C count] [-S size] ...\n"+
 			"  rdmaping -s|-c --mode rdmacs ...\n")
@@ -149,7 +151,7 @@ func parse(args []string) (*config, error) {
 		return nil, errors.New("the client needs the server's address: -a ADDR")
 	}
 	switch c.mode {
-	case "rping", "send", "send-imm", "write", "write-imm", "read", "atomic", "rdmacs":
+	case "rping", "send", "send-imm", "write", "write-imm", "read", "atomic", "send-inv", "rdmacs":
 	default:
 		return nil, fmt.Errorf("unknown --mode %q", c.mode)
 	}
