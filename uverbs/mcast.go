@@ -1,0 +1,43 @@
+// Copyright 2026 The rdmago Authors.
+
+package uverbs
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/rdmago/rdmago/abi"
+)
+
+// AttachMcast is ibv_attach_mcast (ATTACH_MCAST): the UD QP receives the
+// datagrams sent to multicast group gid (on RoCE, the group's IP address as
+// a GID: GIDFromAddr). lid is the group's LID, 0 on RoCE. Soft-RoCE also
+// needs the netdev to accept the group's Ethernet multicast address, which
+// rxe arranges itself. rdma_cm's join (cm) attaches the QP for you; call
+// this for a QP you joined some other way. Detach with DetachMcast before
+// closing the QP, or let Close drop the attachment.
+func (qp *QP) AttachMcast(gid GID, lid uint16) error {
+	return qp.mcast(abi.IB_USER_VERBS_CMD_ATTACH_MCAST, "attach mcast", gid, lid)
+}
+
+// DetachMcast is ibv_detach_mcast (DETACH_MCAST): it undoes AttachMcast.
+func (qp *QP) DetachMcast(gid GID, lid uint16) error {
+	return qp.mcast(abi.IB_USER_VERBS_CMD_DETACH_MCAST, "detach mcast", gid, lid)
+}
+
+func (qp *QP) mcast(cmd uint32, op string, gid GID, lid uint16) error {
+	if qp.typ != QPTypeUD {
+		return fmt.Errorf("%s %v: a %v QP: multicast needs a UD QP: %w", op, gid, qp.typ, syscall.EINVAL)
+	}
+	qp.mu.RLock()
+	defer qp.mu.RUnlock()
+	if qp.closed.Load() {
+		return fmt.Errorf("%s %v: %w", op, gid, ErrClosed)
+	}
+	// Both commands share one layout.
+	req := abi.AttachMcast{GID: gid, QPHandle: qp.handle, MLID: lid}
+	if err := qp.ctx.write(cmd, abi.Bytes(&req), nil, 0); err != nil {
+		return fmt.Errorf("%s %v on QP %#x: %w", op, gid, qp.num, err)
+	}
+	return nil
+}
