@@ -60,14 +60,17 @@
 //     WRBindMW work request for type 2), WRLocalInv, WRSendWithInv and
 //     WC.InvalidatedRKey (rxe since 5.12): supported. Zero-based windows:
 //     rxe refuses them, and so does rdmago (ErrNotSupported).
-//   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported.
+//   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported; the
+//     rdma_cm join (JOIN_MCAST, MC_JOIN/MC_LEAVE events) is not in package
+//     cm yet.
 //   - XRC (XRCD, XRC SRQ/QPs), RSS/WQs, flow steering, device memory,
 //     DMA-BUF MRs, counters: rxe has none; rdmago has none.
 //   - Fast-register MRs (IB_WR_REG_MR) and MR invalidation: rxe offers
 //     them to kernel consumers only; user MRs cannot be invalidated, so
 //     LOCAL_INV and SEND_WITH_INV target type 2 windows.
 //   - REREG_MR: rxe has no rereg; deregister and register again.
-//   - On-demand paging: rxe gained ODP after 6.12; not on the tested kernels.
+//   - On-demand paging: rxe's ODP is newer than the tested kernels (it does
+//     not offer it on 6.1 or 6.12); AccessOnDemand is refused there.
 //   - ibv_qp_ex/ibv_wr_* and ibv_cq_ex: rdma-core's library-side APIs over
 //     the same rings; rdmago's SendWR and WC cover the opcodes and fields
 //     rxe fills (no completion timestamps: rxe reports none).
