@@ -60,9 +60,8 @@
 //     WRBindMW work request for type 2), WRLocalInv, WRSendWithInv and
 //     WC.InvalidatedRKey (rxe since 5.12): supported. Zero-based windows:
 //     rxe refuses them, and so does rdmago (ErrNotSupported).
-//   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported; the
-//     rdma_cm join (JOIN_MCAST, MC_JOIN/MC_LEAVE events) is not in package
-//     cm yet.
+//   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported, with
+//     rdma_cm's join in package cm (ID.JoinMulticast).
 //   - XRC (XRCD, XRC SRQ/QPs), RSS/WQs, flow steering, device memory,
 //     DMA-BUF MRs, counters: rxe has none; rdmago has none.
 //   - Fast-register MRs (IB_WR_REG_MR) and MR invalidation: rxe offers
