@@ -31,6 +31,9 @@
 // index of the RoCE v2 GID (rdmainfo gids shows it). --ud runs udaddy's UD exchange
 // (port 7174): -c -a addr is `udaddy -s addr`, -s is `udaddy`.
 //
+// --mcast GROUP is librdmacm's mckey: -s joins and receives (mckey -m
+// GROUP), -c joins and sends (mckey -s -m GROUP), -a binds (mckey -b).
+//
 // -v prints the ping data as rping does and narrates every CM and verbs
 // step (device, PD, MR, CQ, QP, each transition, each event) on stderr; -d
 // adds rping's per-message debug lines.
@@ -68,6 +71,8 @@ type config struct {
 	tcp, ud        bool
 	qpType         string
 	srq            int
+	mcast          string
+	sendOnly       bool
 	dev            string
 	timeout        time.Duration
 	tos            int
@@ -124,6 +129,8 @@ func parse(args []string) (*config, error) {
 	fs.BoolVar(&c.tcp, "tcp", false, "demos: connect the QP with an out-of-band TCP exchange instead of rdma_cm")
 	fs.StringVar(&c.qpType, "qp-type", "rc", "--tcp pingpong: rc, uc or ud (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong)")
 	fs.IntVar(&c.srq, "srq", 0, "--tcp pingpong: N RC QPs sharing an SRQ (ibv_srq_pingpong -q N; its default is 16)")
+	fs.StringVar(&c.mcast, "mcast", "", "mckey: join multicast GROUP; -s receives -C datagrams (mckey -m), -c sends them (mckey -s -m); -a binds (mckey -b)")
+	fs.BoolVar(&c.sendOnly, "send-only", false, "--mcast -c: join as a send-only full member (mckey -o)")
 	fs.BoolVar(&c.ud, "ud", false, "udaddy's UD datagram exchange over rdma_cm")
 	fs.StringVar(&c.dev, "dev", "", "--tcp: RDMA device (default: the one on the address's interface)")
 	fs.DurationVar(&c.timeout, "timeout", 0, "give up after this long (0: never)")
@@ -134,7 +141,8 @@ func parse(args []string) (*config, error) {
 			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic|send-inv [--tcp] ...\n"+
 			"  rdmaping -s|-c --tcp [--qp-type rc|uc|ud] [--srq N] [-C iters] [-S size] ...   (ibv_*_pingpong)\n"+
 			"  rdmaping -s|-c --ud [-C count] [-S size] ...\n"+
-			"  rdmaping -s|-c --mode rdmacs ...\n")
+			"  rdmaping -s|-c --mode rdmacs ...\n"+
+			"  rdmaping -s|-c --mcast GROUP [-a bindaddr] [-C count] [-S size] [--send-only]   (mckey)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(expandArgs(args)); err != nil {
@@ -147,7 +155,13 @@ func parse(args []string) (*config, error) {
 	if c.server == c.client {
 		return nil, errors.New("give exactly one of -s (server) and -c (client)")
 	}
-	if c.client && c.addr == "" {
+	if c.mcast != "" && (c.tcp || c.ud || c.mode != "rping") {
+		return nil, errors.New("--mcast is mckey's exchange: it takes no --mode, --tcp or --ud")
+	}
+	if c.sendOnly && (c.mcast == "" || !c.client) {
+		return nil, errors.New("--send-only is for the multicast sender: -c --mcast GROUP")
+	}
+	if c.client && c.addr == "" && c.mcast == "" {
 		return nil, errors.New("the client needs the server's address: -a ADDR")
 	}
 	switch c.mode {
@@ -252,6 +266,8 @@ func (c *config) debugf() func(string, ...any) {
 
 func dispatch(ctx context.Context, c *config) error {
 	switch {
+	case c.mcast != "":
+		return runMcast(ctx, c)
 	case c.ud:
 		return runUD(ctx, c)
 	case c.mode == "rping":
