@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"net"
 
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/oob"
@@ -26,24 +25,12 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 		logf = func(string, ...any) {}
 	}
 	typ := qpTypes[c.qpType]
-	var ln net.Listener
-	var err error
-	if c.server {
-		if ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
-			return err
-		}
-		defer ln.Close()
-	}
-	dev, gid, err := c.openForTCP()
+	t, err := c.tcpSetup(logf)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	logf("verbs: device %s, GID %v (index %d, %v)", dev.Device().Name, gid.GID, gid.Index, gid.Type)
-	port, err := dev.QueryPort(1)
-	if err != nil {
-		return err
-	}
+	defer t.Close()
+	ln, dev, gid, port := t.ln, t.dev, t.gid, t.port
 	mtu := min(port.ActiveMTU, uverbs.MTU1024) // the examples' -m default
 	size := c.size
 	if size <= 0 {

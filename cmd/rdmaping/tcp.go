@@ -82,6 +82,48 @@ func (c *config) openForTCP() (*uverbs.Context, uverbs.GIDEntry, error) {
 	return ctx, g, nil
 }
 
+// tcpEnd is what both ends of an out-of-band TCP exchange set up first:
+// the server's listener, then the device, its GID and port 1.
+type tcpEnd struct {
+	ln   net.Listener // the server's; nil for the client
+	dev  *uverbs.Context
+	gid  uverbs.GIDEntry
+	port uverbs.PortAttr
+}
+
+// tcpSetup listens (the server, before touching the device, so a client
+// started at the same time finds it) and opens the device (openForTCP).
+// The caller must Close the result.
+func (c *config) tcpSetup(logf func(string, ...any)) (*tcpEnd, error) {
+	t := &tcpEnd{}
+	var err error
+	if c.server {
+		if t.ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
+			return nil, err
+		}
+	}
+	if t.dev, t.gid, err = c.openForTCP(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	logf("verbs: device %s, GID %v (index %d, %v)", t.dev.Device().Name, t.gid.GID, t.gid.Index, t.gid.Type)
+	if t.port, err = t.dev.QueryPort(1); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close closes the device and the listener.
+func (t *tcpEnd) Close() {
+	if t.dev != nil {
+		t.dev.Close()
+	}
+	if t.ln != nil {
+		t.ln.Close()
+	}
+}
+
 // runDemoTCP runs a demo on a QP connected with ibv_rc_pingpong's
 // out-of-band TCP exchange of LID, QPN, PSN and GID (oob.Client and
 // oob.Server) instead of rdma_cm.
@@ -94,25 +136,12 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	// The server listens before setting up the device so a client started
-	// at the same time finds it.
-	var ln net.Listener
-	if c.server {
-		if ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
-			return err
-		}
-		defer ln.Close()
-	}
-	dev, gid, err := c.openForTCP()
+	t, err := c.tcpSetup(logf)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	logf("verbs: device %s, GID %v (index %d, %v)", dev.Device().Name, gid.GID, gid.Index, gid.Type)
-	port, err := dev.QueryPort(1)
-	if err != nil {
-		return err
-	}
+	defer t.Close()
+	ln, dev, gid, port := t.ln, t.dev, t.gid, t.port
 	pd, err := dev.AllocPD()
 	if err != nil {
 		return err
