@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -49,7 +50,27 @@ func (d *Demo) serveSendInv(ctx context.Context) error {
 		}
 		l.debugf("iteration %d: %d bytes written through window rkey %#x, then the window invalidated", i, c.Size, rkey)
 	}
-	return d.sendCtrl(ctx, seq(c.Count))
+	if err := d.sendCtrl(ctx, seq(c.Count)); err != nil {
+		return err
+	}
+	// The client ends with a write under the last, invalidated rkey, which
+	// this QP must still be here to refuse: wait until the refusal flushes
+	// our posted receive (rxe moves the responder to the error state), the
+	// peer disconnects, or a few seconds pass.
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	wc, err := l.Next(wctx)
+	var wce *uverbs.WCError
+	switch {
+	case err == nil:
+		return fmt.Errorf("unexpected %v completion after the last iteration", wc.Opcode)
+	case errors.As(err, &wce) && wce.WC.IsFlush():
+		l.logf("verbs: the client's write under an invalidated rkey moved our QP to the error state (receive flushed)")
+	case errors.Is(err, ErrDisconnected), errors.Is(err, ErrPeerSilent), ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+	default:
+		return err
+	}
+	return nil
 }
 
 // clientSendInv is the client of the send-inv demo.
