@@ -59,7 +59,10 @@
 //   - Memory windows of both types (PD.AllocMW, QP.BindMW for type 1, a
 //     WRBindMW work request for type 2), WRLocalInv, WRSendWithInv and
 //     WC.InvalidatedRKey (rxe since 5.12): supported. Zero-based windows:
-//     rxe refuses them, and so does rdmago (ErrNotSupported).
+//     rxe refuses them, and so does rdmago (ErrNotSupported). rxe checks
+//     an access through a window against the window's MR only, not the
+//     window's own range (seen on 6.1): the rights and the invalidation
+//     hold, the bounds are the MR's.
 //   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported, with
 //     rdma_cm's join in package cm (ID.JoinMulticast).
 //   - XRC (XRCD, XRC SRQ/QPs), RSS/WQs, flow steering, device memory,

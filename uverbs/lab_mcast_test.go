@@ -7,6 +7,7 @@ package uverbs
 import (
 	"bytes"
 	"errors"
+	"net"
 	"net/netip"
 	"syscall"
 	"testing"
@@ -30,7 +31,16 @@ func TestLabMcastAttach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	group := GIDFromAddr(netip.MustParseAddr("239.7.7.7"))
+	groupIP := netip.MustParseAddr("239.7.7.7")
+	group := GIDFromAddr(groupIP)
+	// RoCE v2 datagrams are UDP: the IP layer drops a group it has not
+	// joined. rdma_cm's join does that (IGMP); here a UDP socket does.
+	ifi := ifaceOf(t, e.addr)
+	sock, err := net.ListenMulticastUDP("udp4", ifi, &net.UDPAddr{IP: groupIP.AsSlice(), Port: 4792})
+	if err != nil {
+		t.Fatalf("join %v on %s: %v", groupIP, ifi.Name, err)
+	}
+	defer sock.Close()
 	if err := b.qp.AttachMcast(group, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -74,4 +84,23 @@ func TestLabMcastAttach(t *testing.T) {
 	if err := rc.qp.AttachMcast(group, 0); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("attach an RC QP: %v, want EINVAL", err)
 	}
+}
+
+// ifaceOf is the interface that has addr.
+func ifaceOf(t *testing.T, addr netip.Addr) *net.Interface {
+	t.Helper()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ifs {
+		as, _ := ifs[i].Addrs()
+		for _, a := range as {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == addr {
+				return &ifs[i]
+			}
+		}
+	}
+	t.Fatalf("no interface has %v", addr)
+	return nil
 }

@@ -11,10 +11,12 @@ import (
 
 // AttachMcast is ibv_attach_mcast (ATTACH_MCAST): the UD QP receives the
 // datagrams sent to multicast group gid (on RoCE, the group's IP address as
-// a GID: GIDFromAddr). lid is the group's LID, 0 on RoCE. Soft-RoCE also
-// needs the netdev to accept the group's Ethernet multicast address, which
-// rxe arranges itself. rdma_cm's join (cm) attaches the QP for you; call
-// this for a QP you joined some other way. Detach with DetachMcast before
+// a GID: GIDFromAddr). lid is the group's LID, 0 on RoCE. rxe adds the
+// group's Ethernet address to the netdev, but RoCE v2 datagrams are UDP:
+// the IP layer drops them unless the host joined the IP group, which
+// rdma_cm's join does (cm.ID.JoinMulticast, then attach with what its
+// MULTICAST_JOIN event reports); otherwise join it on the interface
+// yourself (net.ListenMulticastUDP). Detach with DetachMcast before
 // closing the QP, or let Close drop the attachment.
 func (qp *QP) AttachMcast(gid GID, lid uint16) error {
 	return qp.mcast(abi.IB_USER_VERBS_CMD_ATTACH_MCAST, "attach mcast", gid, lid)
