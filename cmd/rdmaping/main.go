@@ -270,12 +270,12 @@ func dispatch(ctx context.Context, c *config) error {
 		return runMcast(ctx, c)
 	case c.ud:
 		return runUD(ctx, c)
+	case c.tcp && c.mode == "rping":
+		return runPingpongTCP(ctx, c)
 	case c.mode == "rping":
 		return runRping(ctx, c)
 	case c.mode == "rdmacs":
 		return runRdmaCS(ctx, c)
-	case c.tcp && c.mode == "rping":
-		return runPingpongTCP(ctx, c)
 	case c.tcp:
 		return runDemoTCP(ctx, c)
 	default:
