@@ -51,7 +51,10 @@ type PingpongQP struct {
 // receives land after a 40-byte GRH.
 //
 // The C programs send their buffer, memset to 0x7b (with the first byte
-// of each page 0 under -c), or echo what they last received. rdmaping
+// of each page 0 under -c; ibv_srq_pingpong clears it to 0 instead), or
+// echo what they last received. ibv_srq_pingpong receives every QP's
+// messages into that one buffer while it sends from it, so a message of
+// its may be torn between two of ours, or ours and its zeros. rdmaping
 // sends the same fill with a header at byte 1 ("rdmaping", its role, the
 // QP index and a per-QP sequence number) when Size allows; it checks a
 // peer's messages in full only when they carry the header of the other
@@ -63,9 +66,10 @@ type Pingpong struct {
 	cq     *uverbs.CQ
 	qps    []PingpongQP
 	srq    *uverbs.SRQ
-	send   Buf // one message per QP
-	recv   Buf // rxDepth receive slots
-	slot   int // bytes per receive slot
+	shared bool // the SRQ configuration: the C peer is ibv_srq_pingpong
+	send   Buf  // one message per QP
+	recv   Buf  // rxDepth receive slots
+	slot   int  // bytes per receive slot
 	depth  int
 	rseq   []uint32
 	sseq   []uint32
@@ -110,7 +114,8 @@ func NewPingpong(cfg PingpongConfig, cq *uverbs.CQ, qps []PingpongQP, srq *uverb
 		cfg.Out = io.Discard
 	}
 	p := &Pingpong{cfg: cfg, cq: cq, qps: qps, srq: srq, slot: cfg.Size, depth: PingpongDepth(len(qps)),
-		rseq: make([]uint32, len(qps)), sseq: make([]uint32, len(qps)), byQPN: map[uint32]int{}}
+		rseq: make([]uint32, len(qps)), sseq: make([]uint32, len(qps)), byQPN: map[uint32]int{},
+		shared: srq != nil}
 	if cfg.Type == uverbs.QPTypeUD {
 		p.slot += GRHSize
 	}
@@ -189,6 +194,24 @@ func isFill(b []byte, off int) bool {
 	return true
 }
 
+// fromC reports whether m can be a C program's message: byte by byte its
+// fill (0 too, anywhere, when zero is set: ibv_srq_pingpong's), or an echo
+// of ours, whose header bytes 1 to 15 carry our role (the QP index and
+// sequence number may be another QP's: the C programs echo from one
+// buffer).
+func fromC(m []byte, own byte, zero bool) bool {
+	echo := len(m) >= HeaderMin && string(m[1:9]) == ppMagic && m[9] == own
+	for i, c := range m {
+		if echo && i > 0 && i < HeaderMin {
+			continue
+		}
+		if c != fillByte && c != 0 || c == 0 && !zero && i%pageSize != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *Pingpong) postSend(i int) error {
 	n := p.cfg.Size
 	m := p.send.B[i*n : (i+1)*n]
@@ -230,13 +253,15 @@ func (p *Pingpong) check(i int, m []byte) error {
 		if !isFill(m[HeaderMin:], HeaderMin) {
 			return fmt.Errorf("message %d on QP %#x from rdmaping: data mismatch after the header: % x", p.rseq[i], p.num(i), m[HeaderMin:min(n, HeaderMin+16)])
 		}
-	case hdr: // our own message back: the C programs echo what they received
-		if !isFill(m[HeaderMin:], HeaderMin) {
-			return fmt.Errorf("message %d on QP %#x: our echoed data came back changed: % x", p.rseq[i], p.num(i), m[:min(n, 32)])
+	case hdr && !fromC(m, p.role(), p.shared): // our own message back: the C programs echo what they received
+		return fmt.Errorf("message %d on QP %#x: our echoed data came back changed: % x", p.rseq[i], p.num(i), m[:min(n, 32)])
+	case !hdr && !fromC(m, p.role(), p.shared):
+		what := "0x7b bytes"
+		if p.shared {
+			what = "0x7b or 0 bytes"
 		}
-	case !isFill(m, 0):
-		return fmt.Errorf("message %d on QP %#x: neither rdmaping's pingpong nor an ibv_*_pingpong buffer (0x7b bytes): it starts % x; is the peer running another program?",
-			p.rseq[i], p.num(i), m[:min(n, 32)])
+		return fmt.Errorf("message %d on QP %#x: neither rdmaping's pingpong nor an ibv_*_pingpong buffer (%s): it starts % x; is the peer running another program?",
+			p.rseq[i], p.num(i), what, m[:min(n, 32)])
 	}
 	if p.Peer == "" {
 		p.Peer = peer
@@ -263,7 +288,7 @@ func (p *Pingpong) num(i int) uint32 {
 // example is the C program that speaks this configuration.
 func (p *Pingpong) example() string {
 	switch {
-	case p.srq != nil:
+	case p.shared:
 		return "ibv_srq_pingpong"
 	case p.cfg.Type == uverbs.QPTypeUC:
 		return "ibv_uc_pingpong"

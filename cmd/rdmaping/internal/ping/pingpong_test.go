@@ -3,6 +3,7 @@
 package ping
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -37,23 +38,33 @@ func TestPingpongCheck(t *testing.T) {
 	}
 	cChk := append([]byte(nil), cFill...)
 	cChk[0], cChk[4096] = 0, 0 // ibv_*_pingpong -c
+	// ibv_srq_pingpong clears its buffer, and echoes from that one buffer
+	// while receives for its other QPs land in it.
+	zeros := make([]byte, size)
+	torn := message(t, 's', size, 2, 7)
+	clear(torn[1024:])
+	tornRC := append([]byte(nil), torn...)
 	for _, tc := range []struct {
 		name string
 		msgs [][]byte
 		peer string
 		err  string
+		srq  bool
 	}{
-		{"rdmaping", [][]byte{message(t, 'c', size, 0, 0), message(t, 'c', size, 0, 1)}, "rdmaping", ""},
-		{"C buffer", [][]byte{cFill, cChk}, "ibv_*_pingpong", ""},
-		{"C echo", [][]byte{message(t, 's', size, 0, 0), message(t, 's', size, 0, 1)}, "ibv_*_pingpong", ""},
-		{"rdmaping skips", [][]byte{message(t, 'c', size, 0, 0), message(t, 'c', size, 0, 2)}, "", "sequence number 2, want 1"},
-		{"wrong size", [][]byte{cFill[:100]}, "", "100 bytes, want 8192"},
-		{"garbage", [][]byte{make([]byte, size)}, "", "neither rdmaping's pingpong nor an ibv_*_pingpong buffer"},
-		{"changes", [][]byte{cFill, message(t, 'c', size, 0, 1)}, "", "looked like ibv_*_pingpong but now sends as rdmaping"},
+		{"rdmaping", [][]byte{message(t, 'c', size, 0, 0), message(t, 'c', size, 0, 1)}, "rdmaping", "", false},
+		{"C buffer", [][]byte{cFill, cChk}, "ibv_*_pingpong", "", false},
+		{"C echo", [][]byte{message(t, 's', size, 0, 0), message(t, 's', size, 0, 1)}, "ibv_*_pingpong", "", false},
+		{"rdmaping skips", [][]byte{message(t, 'c', size, 0, 0), message(t, 'c', size, 0, 2)}, "", "sequence number 2, want 1", false},
+		{"wrong size", [][]byte{cFill[:100]}, "", "100 bytes, want 8192", false},
+		{"garbage", [][]byte{make([]byte, size)}, "", "neither rdmaping's pingpong nor an ibv_*_pingpong buffer", false},
+		{"changes", [][]byte{cFill, message(t, 'c', size, 0, 1)}, "", "looked like ibv_*_pingpong but now sends as rdmaping", false},
+		{"srq zeros", [][]byte{zeros, message(t, 's', size, 3, 0), torn}, "ibv_*_pingpong", "", true},
+		{"rc torn echo", [][]byte{tornRC}, "", "our echoed data came back changed", false},
+		{"srq other byte", [][]byte{cChk, bytes.Repeat([]byte{1}, size)}, "", "(0x7b or 0 bytes)", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The server checks the client's messages.
-			p := &Pingpong{cfg: PingpongConfig{Size: size, Server: true, Type: uverbs.QPTypeRC}, qps: make([]PingpongQP, 1), rseq: make([]uint32, 1)}
+			p := &Pingpong{cfg: PingpongConfig{Size: size, Server: true, Type: uverbs.QPTypeRC}, qps: make([]PingpongQP, 1), rseq: make([]uint32, 1), shared: tc.srq}
 			var err error
 			for _, m := range tc.msgs {
 				if err = p.check(0, m); err != nil {
