@@ -253,6 +253,9 @@ func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
 		return
 	}
 	id := ch.ids[resp.ID]
+	if typ == abi.RDMA_CM_EVENT_MULTICAST_JOIN || typ == abi.RDMA_CM_EVENT_MULTICAST_ERROR {
+		id = ch.byUID[resp.UID] // they name the group's id and the cookie JoinMulticast gave (mcast.go)
+	}
 	if id == nil {
 		ch.stats.Orphans++
 		return

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -74,6 +75,17 @@ func Parse(b []byte) (uverbs.Dest, error) {
 	return d, nil
 }
 
+// SRQDests is how many addresses ibv_srq_pingpong exchanges each way
+// whatever its -q: its MAX_QP, the unused ones all zero (rdma-core 19 and
+// later).
+const SRQDests = 256
+
+// StepTimeout bounds each read of the exchange once the TCP connection is
+// up: the C programs answer at once, so a peer silent this long is waiting
+// for something else (ibv_srq_pingpong for its other addresses, a one-QP
+// program for our answer).
+var StepTimeout = 5 * time.Second
+
 // bindConn makes conn honour ctx: its deadline, and cancellation.
 func bindConn(ctx context.Context, conn net.Conn) func() bool {
 	if dl, ok := ctx.Deadline(); ok {
@@ -82,32 +94,108 @@ func bindConn(ctx context.Context, conn net.Conn) func() bool {
 	return context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 }
 
+// readStep reads len(b) bytes, giving up StepTimeout from now (or at ctx's
+// deadline, if earlier).
+func readStep(ctx context.Context, conn net.Conn, b []byte) (int, error) {
+	dl := time.Now().Add(StepTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	if ctx.Err() == nil {
+		conn.SetReadDeadline(dl)
+	}
+	return io.ReadFull(conn, b)
+}
+
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// marshalN is local padded with zero addresses to n messages.
+func marshalN(local []uverbs.Dest, n int) []byte {
+	b := make([]byte, 0, n*msgLen)
+	for i := range n {
+		var d uverbs.Dest
+		if i < len(local) {
+			d = local[i]
+		}
+		b = append(b, Marshal(d)...)
+	}
+	return b
+}
+
+// readDests reads n addresses from the peer (who is "the server" or "the
+// client"), explaining a peer that sends fewer than n: it stopped, or
+// closed the connection, after got of them.
+func readDests(ctx context.Context, conn net.Conn, n int, who string) ([]uverbs.Dest, error) {
+	ds := make([]uverbs.Dest, n)
+	msg := make([]byte, msgLen)
+	for i := range ds {
+		k, err := readStep(ctx, conn, msg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("exchange: read remote address: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("exchange: read remote address %d of %d: %w%s", i+1, n, err, shortPeer(who, i, k, n, err))
+		}
+		if ds[i], err = Parse(msg); err != nil {
+			return nil, fmt.Errorf("exchange: %s sent %q, not a pingpong address: is it an ibv_*_pingpong program? %w", who, msg, err)
+		}
+	}
+	return ds, nil
+}
+
+// shortPeer explains why a peer sent got of the n addresses wanted.
+func shortPeer(who string, got, partial, n int, err error) string {
+	switch {
+	case got == 0 && partial == 0 && timedOut(err) && n == 1 && who == "the server":
+		return fmt.Sprintf(" (the server sent nothing for %v: it seems to wait for more addresses, as ibv_srq_pingpong does (it reads %d): give --srq)", StepTimeout, SRQDests)
+	case got == 0 && partial == 0 && timedOut(err):
+		return fmt.Sprintf(" (%s sent nothing for %v)", who, StepTimeout)
+	case got == 0:
+		return ""
+	case n == SRQDests:
+		return fmt.Sprintf(" (%s sent %d address(es), not ibv_srq_pingpong's %d: it seems to run a one-QP pingpong (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong); drop --srq)", who, got, SRQDests)
+	}
+	return fmt.Sprintf(" (%s sent %d address(es) of the %d wanted)", who, got, n)
+}
+
 // Client is the client side of the exchange (pp_client_exch_dest): it
 // connects to addr (host:port; ibv_rc_pingpong's default port is
 // PingpongPort), sends local, receives the server's Dest and confirms. The
 // server has connected its QP by then; connect yours after. It closes the
 // TCP connection it opened before returning.
 func Client(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
+	ds, err := ClientN(ctx, addr, []uverbs.Dest{local}, 1)
+	if err != nil {
+		return uverbs.Dest{}, err
+	}
+	return ds[0], nil
+}
+
+// ClientN is Client for n addresses each way, as ibv_srq_pingpong
+// exchanges them (n = SRQDests, one per QP, the rest zero): local is padded
+// with zero addresses to n, and all n of the server's are returned. Each
+// read gives up after StepTimeout with an error that says what the server
+// seems to run.
+func ClientN(ctx context.Context, addr string, local []uverbs.Dest, n int) ([]uverbs.Dest, error) {
 	var dl net.Dialer
 	conn, err := dl.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: %w", err)
+		return nil, fmt.Errorf("exchange: %w", err)
 	}
 	defer conn.Close()
 	defer bindConn(ctx, conn)()
-	if _, err := conn.Write(Marshal(local)); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: send local address: %w", err)
+	if _, err := conn.Write(marshalN(local, n)); err != nil {
+		return nil, fmt.Errorf("exchange: send local address: %w", err)
 	}
-	msg := make([]byte, msgLen)
-	if _, err := io.ReadFull(conn, msg); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: read remote address: %w", err)
-	}
-	remote, err := Parse(msg)
+	remote, err := readDests(ctx, conn, n, "the server")
 	if err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: %w", err)
+		return nil, err
 	}
 	if _, err := conn.Write([]byte(msgDone)); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: send done: %w", err)
+		return nil, fmt.Errorf("exchange: send done: %w", err)
 	}
 	return remote, nil
 }
@@ -120,6 +208,22 @@ func Client(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, e
 // Accept, Server closes ln to get out. The accepted connection is closed
 // before Server returns.
 func Server(ctx context.Context, ln net.Listener, local uverbs.Dest, connect func(remote uverbs.Dest) error) (uverbs.Dest, error) {
+	var c func([]uverbs.Dest) error
+	if connect != nil {
+		c = func(ds []uverbs.Dest) error { return connect(ds[0]) }
+	}
+	ds, err := ServerN(ctx, ln, []uverbs.Dest{local}, 1, c)
+	if err != nil {
+		return uverbs.Dest{}, err
+	}
+	return ds[0], nil
+}
+
+// ServerN is Server for n addresses each way (see ClientN). Accept waits
+// as long as ctx allows; every read after it gives up after StepTimeout.
+// A client that sends something else than "done" after its address(es) is
+// reported with what it sent.
+func ServerN(ctx context.Context, ln net.Listener, local []uverbs.Dest, n int, connect func(remote []uverbs.Dest) error) ([]uverbs.Dest, error) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	conn, err := ln.Accept()
 	stop()
@@ -127,29 +231,40 @@ func Server(ctx context.Context, ln net.Listener, local uverbs.Dest, connect fun
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return uverbs.Dest{}, fmt.Errorf("exchange: accept: %w", err)
+		return nil, fmt.Errorf("exchange: accept: %w", err)
 	}
 	defer conn.Close()
 	defer bindConn(ctx, conn)()
-	msg := make([]byte, msgLen)
-	if _, err := io.ReadFull(conn, msg); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: read remote address: %w", err)
-	}
-	remote, err := Parse(msg)
+	remote, err := readDests(ctx, conn, n, "the client")
 	if err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: %w", err)
+		return nil, err
 	}
 	if connect != nil {
 		if err := connect(remote); err != nil {
-			return uverbs.Dest{}, fmt.Errorf("exchange: connect to the client's QP: %w", err)
+			return nil, fmt.Errorf("exchange: connect to the client's QP: %w", err)
 		}
 	}
-	if _, err := conn.Write(Marshal(local)); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: send local address: %w", err)
+	if _, err := conn.Write(marshalN(local, n)); err != nil {
+		return nil, fmt.Errorf("exchange: send local address: %w", err)
 	}
 	done := make([]byte, len(msgDone))
-	if _, err := io.ReadFull(conn, done); err != nil {
-		return uverbs.Dest{}, fmt.Errorf("exchange: read done: %w", err)
+	k, err := readStep(ctx, conn, done)
+	if err != nil && k == 0 {
+		return nil, fmt.Errorf("exchange: read done: %w", err)
+	}
+	if string(done[:k]) != msgDone {
+		if _, perr := Parse(append(done[:k:k], readSome(conn, msgLen-k)...)); perr == nil {
+			return nil, fmt.Errorf("exchange: the client sent another address instead of \"done\": it seems to be ibv_srq_pingpong, which sends %d: give --srq", SRQDests)
+		}
+		return nil, fmt.Errorf("exchange: the client sent %q instead of \"done\"", done[:k])
 	}
 	return remote, nil
+}
+
+// readSome reads what arrives of n more bytes within a short while.
+func readSome(conn net.Conn, n int) []byte {
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	b := make([]byte, n)
+	k, _ := io.ReadFull(conn, b)
+	return b[:k]
 }

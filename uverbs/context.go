@@ -66,6 +66,7 @@ const (
 	kindSRQ
 	kindAH
 	kindCQ
+	kindMW // before the MRs: rxe refuses to deregister an MR with windows bound
 	kindMR
 	kindPD
 	kindChannel

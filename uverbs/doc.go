@@ -49,6 +49,34 @@
 // 6.12). FLUSH and ATOMIC_WRITE need 6.2+ and return ErrNotSupported before.
 // Registering memory pins it against RLIMIT_MEMLOCK.
 //
+// # What rxe offers, and what rdmago does with it
+//
+// Soft-RoCE on 6.1 and 6.12, verb by verb:
+//
+//   - RC, UC and UD QPs, SRQs (resize, limit), CQs (resize), AHs, async
+//     events, every send opcode rxe takes (SEND/WRITE with immediate, READ,
+//     both atomics; FLUSH and ATOMIC_WRITE on 6.2+): supported.
+//   - Memory windows of both types (PD.AllocMW, QP.BindMW for type 1, a
+//     WRBindMW work request for type 2), WRLocalInv, WRSendWithInv and
+//     WC.InvalidatedRKey (rxe since 5.12): supported. Zero-based windows:
+//     rxe refuses them, and so does rdmago (ErrNotSupported). rxe checks
+//     an access through a window against the window's MR only, not the
+//     window's own range (seen on 6.1): the rights and the invalidation
+//     hold, the bounds are the MR's.
+//   - Multicast attach/detach of UD QPs (QP.AttachMcast): supported, with
+//     rdma_cm's join in package cm (ID.JoinMulticast).
+//   - XRC (XRCD, XRC SRQ/QPs), RSS/WQs, flow steering, device memory,
+//     DMA-BUF MRs, counters: rxe has none; rdmago has none.
+//   - Fast-register MRs (IB_WR_REG_MR) and MR invalidation: rxe offers
+//     them to kernel consumers only; user MRs cannot be invalidated, so
+//     LOCAL_INV and SEND_WITH_INV target type 2 windows.
+//   - REREG_MR: rxe has no rereg; deregister and register again.
+//   - On-demand paging: rxe's ODP is newer than the tested kernels (it does
+//     not offer it on 6.1 or 6.12); AccessOnDemand is refused there.
+//   - ibv_qp_ex/ibv_wr_* and ibv_cq_ex: rdma-core's library-side APIs over
+//     the same rings; rdmago's SendWR and WC cover the opcodes and fields
+//     rxe fills (no completion timestamps: rxe reports none).
+//
 // # Credentials
 //
 // The kernel accepts a command written to a uverbs descriptor only from a

@@ -61,6 +61,12 @@ type SendWR struct {
 	AH         *AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
+
+	// WRBindMW: the window and what to bind it to (see MW).
+	Bind *MWBindWR
+	// WRLocalInv, WRSendWithInv: the rkey to invalidate, here or at the
+	// receiver.
+	InvalidateRKey uint32
 }
 
 // RecvWR is struct ibv_recv_wr without the list link. A UD receive buffer
@@ -130,6 +136,10 @@ func (qp *QP) postOne(wr *SendWR) error {
 	case WRAtomicWrite:
 		if !qp.atomicWriteOK {
 			return fmt.Errorf("%v needs Linux 6.2+ and a device with ATOMIC_WRITE: %w", wr.Opcode, ErrNotSupported)
+		}
+	case WRBindMW, WRLocalInv, WRSendWithInv:
+		if err := qp.mwWR(wr, &r); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("opcode %v: %w", wr.Opcode, ErrNotSupported)

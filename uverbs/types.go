@@ -188,12 +188,17 @@ const (
 	// Linux 6.2+; on older kernels posting them fails with ErrNotSupported.
 	WRFlush       WROpcode = abi.IB_WR_FLUSH
 	WRAtomicWrite WROpcode = abi.IB_WR_ATOMIC_WRITE
+	// Memory windows and invalidation (RC and UC QPs; see mw.go).
+	WRBindMW      WROpcode = abi.IB_WR_BIND_MW       // SendWR.Bind
+	WRLocalInv    WROpcode = abi.IB_WR_LOCAL_INV     // SendWR.InvalidateRKey
+	WRSendWithInv WROpcode = abi.IB_WR_SEND_WITH_INV // SendWR.InvalidateRKey, at the receiver
 )
 
 var wrNames = map[WROpcode]string{
 	WRRDMAWrite: "IBV_WR_RDMA_WRITE", WRRDMAWriteWithImm: "IBV_WR_RDMA_WRITE_WITH_IMM", WRSend: "IBV_WR_SEND",
 	WRSendWithImm: "IBV_WR_SEND_WITH_IMM", WRRDMARead: "IBV_WR_RDMA_READ", WRAtomicCmpAndSwp: "IBV_WR_ATOMIC_CMP_AND_SWP",
 	WRAtomicFetchAndAdd: "IBV_WR_ATOMIC_FETCH_AND_ADD", WRFlush: "IBV_WR_FLUSH", WRAtomicWrite: "IBV_WR_ATOMIC_WRITE",
+	WRBindMW: "IBV_WR_BIND_MW", WRLocalInv: "IBV_WR_LOCAL_INV", WRSendWithInv: "IBV_WR_SEND_WITH_INV",
 }
 
 func (o WROpcode) String() string {

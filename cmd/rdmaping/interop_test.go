@@ -124,7 +124,8 @@ func runClient(ctx context.Context, t *testing.T, argv []string, self bool) (str
 		}
 		out := p.out.String()
 		refused := strings.Contains(out, "REJECTED") || strings.Contains(out, "UNREACHABLE") ||
-			strings.Contains(out, "refused") || strings.Contains(out, "error 8") || strings.Contains(out, "ADDR_ERROR")
+			strings.Contains(out, "refused") || strings.Contains(out, "error 8") || strings.Contains(out, "ADDR_ERROR") ||
+			strings.Contains(out, "Couldn't connect to")
 		if !refused {
 			return out, err
 		}

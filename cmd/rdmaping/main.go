@@ -18,11 +18,21 @@
 //	write-imm   RDMA WRITE with immediate: the server learns of it from the immediate
 //	read        RDMA READ of a pattern the server advertises
 //	atomic      fetch-and-add and compare-and-swap on the server's counter
+//	send-inv    RDMA WRITE through a type 2 memory window, then SEND WITH
+//	            INVALIDATE revokes it (-v narrates each bind and invalidation)
 //	rdmacs      the rdma_server/rdma_client 16-byte exchange (port 7471)
 //
 // The demos connect through rdma_cm, or with --tcp through ibv_rc_pingpong's
-// out-of-band TCP exchange (port 18515). --ud runs udaddy's UD exchange
+// out-of-band TCP exchange (port 18515). --tcp without --mode is the
+// ibv_*_pingpong family itself, in either role: ibv_rc_pingpong by
+// default, ibv_uc_pingpong and ibv_ud_pingpong with --qp-type uc|ud,
+// ibv_srq_pingpong with --srq N (its -q; 16 by default there). -C is their
+// -n (1000), -S their -s (4096; UD 1024); the C programs need -g with the
+// index of the RoCE v2 GID (rdmainfo gids shows it). --ud runs udaddy's UD exchange
 // (port 7174): -c -a addr is `udaddy -s addr`, -s is `udaddy`.
+//
+// --mcast GROUP is librdmacm's mckey: -s joins and receives (mckey -m
+// GROUP), -c joins and sends (mckey -s -m GROUP), -a binds (mckey -b).
 //
 // -v prints the ping data as rping does and narrates every CM and verbs
 // step (device, PD, MR, CQ, QP, each transition, each event) on stderr; -d
@@ -45,6 +55,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/oob"
 )
 
 type config struct {
@@ -58,6 +69,10 @@ type config struct {
 	persistent     bool
 	mode           string
 	tcp, ud        bool
+	qpType         string
+	srq            int
+	mcast          string
+	sendOnly       bool
 	dev            string
 	timeout        time.Duration
 	tos            int
@@ -103,15 +118,19 @@ func parse(args []string) (*config, error) {
 	fs.StringVar(&c.addr, "a", "", "address: the server's (client), the address to bind to (server; default all)")
 	fs.StringVar(&c.source, "I", "", "source address to bind to (client)")
 	fs.IntVar(&c.port, "p", 0, "port (default 7174; 7471 in rdmacs mode; 18515 with --tcp)")
-	fs.IntVar(&c.count, "C", -1, "ping count (default: rping forever, udaddy 10, demos 10)")
-	fs.IntVar(&c.size, "S", 0, "ping data size (default: rping 64, udaddy 100, demos 64)")
+	fs.IntVar(&c.count, "C", -1, "ping count (default: rping forever, udaddy 10, demos 10, pingpong 1000)")
+	fs.IntVar(&c.size, "S", 0, "ping data size (default: rping 64, udaddy 100, demos 64, pingpong 4096, UD pingpong 1024)")
 	fs.BoolVar(&c.verbose, "v", false, "display ping data and narrate every CM and verbs step")
 	fs.BoolVar(&c.validate, "V", false, "validate ping data")
 	fs.BoolVar(&c.debug, "d", false, "debug printfs")
 	fs.BoolVar(&c.persistent, "P", false, "persistent server: serve clients until killed")
 	q := fs.Bool("q", false, "ignored (rping's self-created QP: rdmaping always creates its QP itself)")
-	fs.StringVar(&c.mode, "mode", "rping", "rping, send, send-imm, write, write-imm, read, atomic or rdmacs")
+	fs.StringVar(&c.mode, "mode", "rping", "rping, send, send-imm, write, write-imm, read, atomic, send-inv or rdmacs")
 	fs.BoolVar(&c.tcp, "tcp", false, "demos: connect the QP with an out-of-band TCP exchange instead of rdma_cm")
+	fs.StringVar(&c.qpType, "qp-type", "rc", "--tcp pingpong: rc, uc or ud (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong)")
+	fs.IntVar(&c.srq, "srq", 0, "--tcp pingpong: N RC QPs sharing an SRQ (ibv_srq_pingpong -q N; its default is 16)")
+	fs.StringVar(&c.mcast, "mcast", "", "mckey: join multicast GROUP; -s receives -C datagrams (mckey -m), -c sends them (mckey -s -m); -a binds (mckey -b)")
+	fs.BoolVar(&c.sendOnly, "send-only", false, "--mcast -c: join as a send-only full member (mckey -o)")
 	fs.BoolVar(&c.ud, "ud", false, "udaddy's UD datagram exchange over rdma_cm")
 	fs.StringVar(&c.dev, "dev", "", "--tcp: RDMA device (default: the one on the address's interface)")
 	fs.DurationVar(&c.timeout, "timeout", 0, "give up after this long (0: never)")
@@ -119,9 +138,11 @@ func parse(args []string) (*config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  rdmaping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"+
 			"  rdmaping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"+
-			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic [--tcp] ...\n"+
+			"  rdmaping -s|-c --mode send|send-imm|write|write-imm|read|atomic|send-inv [--tcp] ...\n"+
+			"  rdmaping -s|-c --tcp [--qp-type rc|uc|ud] [--srq N] [-C iters] [-S size] ...   (ibv_*_pingpong)\n"+
 			"  rdmaping -s|-c --ud [-C count] [-S size] ...\n"+
-			"  rdmaping -s|-c --mode rdmacs ...\n")
+			"  rdmaping -s|-c --mode rdmacs ...\n"+
+			"  rdmaping -s|-c --mcast GROUP [-a bindaddr] [-C count] [-S size] [--send-only]   (mckey)\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(expandArgs(args)); err != nil {
@@ -134,19 +155,38 @@ func parse(args []string) (*config, error) {
 	if c.server == c.client {
 		return nil, errors.New("give exactly one of -s (server) and -c (client)")
 	}
-	if c.client && c.addr == "" {
+	if c.mcast != "" && (c.tcp || c.ud || c.mode != "rping") {
+		return nil, errors.New("--mcast is mckey's exchange: it takes no --mode, --tcp or --ud")
+	}
+	if c.sendOnly && (c.mcast == "" || !c.client) {
+		return nil, errors.New("--send-only is for the multicast sender: -c --mcast GROUP")
+	}
+	if c.client && c.addr == "" && c.mcast == "" {
 		return nil, errors.New("the client needs the server's address: -a ADDR")
 	}
 	switch c.mode {
-	case "rping", "send", "send-imm", "write", "write-imm", "read", "atomic", "rdmacs":
+	case "rping", "send", "send-imm", "write", "write-imm", "read", "atomic", "send-inv", "rdmacs":
 	default:
 		return nil, fmt.Errorf("unknown --mode %q", c.mode)
 	}
 	if c.ud && c.mode != "rping" {
 		return nil, errors.New("--ud is udaddy's exchange; it takes no --mode")
 	}
-	if c.tcp && (c.ud || c.mode == "rping" || c.mode == "rdmacs") {
-		return nil, errors.New("--tcp connects the demo modes (send ... atomic) only")
+	if c.tcp && (c.ud || c.mode == "rdmacs") {
+		return nil, errors.New("--tcp runs the ibv_*_pingpong exchange (no --mode) or connects the demo modes (send ... atomic)")
+	}
+	pingpong := c.tcp && c.mode == "rping"
+	if _, ok := qpTypes[c.qpType]; !ok {
+		return nil, fmt.Errorf("unknown --qp-type %q: give rc, uc or ud", c.qpType)
+	}
+	if (c.qpType != "rc" || c.srq != 0) && !pingpong {
+		return nil, errors.New("--qp-type and --srq are for the ibv_*_pingpong exchange: --tcp without --mode")
+	}
+	if c.srq < 0 || c.srq >= oob.SRQDests {
+		return nil, fmt.Errorf("--srq %d: give 1 to %d QPs", c.srq, oob.SRQDests-1)
+	}
+	if c.srq > 0 && c.qpType != "rc" {
+		return nil, errors.New("--srq runs ibv_srq_pingpong, whose QPs are RC: drop --qp-type")
 	}
 	if c.port == 0 {
 		switch {
@@ -226,8 +266,12 @@ func (c *config) debugf() func(string, ...any) {
 
 func dispatch(ctx context.Context, c *config) error {
 	switch {
+	case c.mcast != "":
+		return runMcast(ctx, c)
 	case c.ud:
 		return runUD(ctx, c)
+	case c.tcp && c.mode == "rping":
+		return runPingpongTCP(ctx, c)
 	case c.mode == "rping":
 		return runRping(ctx, c)
 	case c.mode == "rdmacs":

@@ -31,7 +31,18 @@ func TestParse(t *testing.T) {
 		{[]string{"-a", "x"}, "exactly one", 0},
 		{[]string{"-s", "--mode", "rdmacs"}, "", 7471},
 		{[]string{"-s", "--mode", "write", "--tcp"}, "", 18515},
-		{[]string{"-s", "--tcp"}, "demo modes", 0},
+		{[]string{"-s", "--tcp"}, "", 18515}, // ibv_rc_pingpong
+		{[]string{"-c", "-a", "10.0.0.1", "--tcp", "--qp-type", "ud"}, "", 18515},
+		{[]string{"-s", "--tcp", "--srq", "16"}, "", 18515},
+		{[]string{"-s", "--tcp", "--qp-type", "xrc"}, "unknown --qp-type", 0},
+		{[]string{"-s", "--tcp", "--srq", "4", "--qp-type", "uc"}, "QPs are RC", 0},
+		{[]string{"-s", "--tcp", "--srq", "256"}, "give 1 to 255", 0},
+		{[]string{"-s", "--tcp", "--mode", "send", "--qp-type", "uc"}, "--tcp without --mode", 0},
+		{[]string{"-s", "--qp-type", "ud"}, "--tcp without --mode", 0},
+		{[]string{"-s", "--tcp", "--mode", "rdmacs"}, "ibv_*_pingpong", 0},
+		{[]string{"-c", "--mcast", "239.1.2.3"}, "", 7174}, // mckey -s: no server address
+		{[]string{"-s", "--mcast", "239.1.2.3", "--tcp"}, "takes no --mode", 0},
+		{[]string{"-s", "--mcast", "239.1.2.3", "--send-only"}, "multicast sender", 0},
 		{[]string{"-s", "--ud", "--mode", "send"}, "takes no --mode", 0},
 		{[]string{"-s", "--mode", "nope"}, "unknown --mode", 0},
 		{[]string{"-s", "-p", "70000"}, "out of range", 0},
@@ -58,5 +69,12 @@ func TestBadSizeFailsBeforeConnecting(t *testing.T) {
 	// rping's -S range is checked before any device is touched.
 	if code := run(context.Background(), []string{"-s", "-S", "10"}, io.Discard, io.Discard); code != 1 {
 		t.Fatalf("run with -S 10: exit %d, want 1", code)
+	}
+}
+
+func TestMcastNeedsAGroup(t *testing.T) {
+	var errb strings.Builder
+	if code := run(context.Background(), []string{"-s", "--mcast", "10.1.1.1"}, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "want a multicast IP address") {
+		t.Fatalf("--mcast with a unicast address: exit %d, %q", code, errb.String())
 	}
 }

@@ -13,7 +13,7 @@ import (
 // TCP exchange, and the UD and rdma_server/rdma_client modes.
 func TestLabModes(t *testing.T) {
 	r := labRole(t)
-	for i, m := range []string{"send", "send-imm", "write", "write-imm", "read", "atomic"} {
+	for i, m := range []string{"send", "send-imm", "write", "write-imm", "read", "atomic", "send-inv"} {
 		want := []string{m + ": 5 iterations of"}
 		for j, tcp := range []bool{false, true} {
 			name, extra := m+"/cm", []string{}
@@ -28,6 +28,13 @@ func TestLabModes(t *testing.T) {
 			})
 		}
 	}
+	t.Run("send-inv/narrated", func(t *testing.T) {
+		args := []string{"--mode", "send-inv", "-C", "3", "-S", "300", "-p", "7430", "--timeout", "60s", "-v"}
+		pair(t, r, append([]string{"-s", "-a", r.bind}, args...), true,
+			[]string{"bound the window over 300 bytes", "invalidated rkey", "(IBV_WC_WITH_INV)", "send-inv: 3 iterations of 300 bytes checked"},
+			append([]string{"-c", "-a", r.addr}, args...), true,
+			[]string{"SEND_WITH_INV invalidated rkey", "was refused (IBV_WC_REM_ACCESS_ERR)", "send-inv: 3 iterations of 300 bytes checked"})
+	})
 	t.Run("ud", func(t *testing.T) {
 		want := []string{"data transfers complete"}
 		pair(t, r, []string{"--ud", "-s", "-a", r.bind, "-p", "7420", "-C", "4", "-S", "500"}, true, want,

@@ -82,6 +82,48 @@ func (c *config) openForTCP() (*uverbs.Context, uverbs.GIDEntry, error) {
 	return ctx, g, nil
 }
 
+// tcpEnd is what both ends of an out-of-band TCP exchange set up first:
+// the server's listener, then the device, its GID and port 1.
+type tcpEnd struct {
+	ln   net.Listener // the server's; nil for the client
+	dev  *uverbs.Context
+	gid  uverbs.GIDEntry
+	port uverbs.PortAttr
+}
+
+// tcpSetup listens (the server, before touching the device, so a client
+// started at the same time finds it) and opens the device (openForTCP).
+// The caller must Close the result.
+func (c *config) tcpSetup(logf func(string, ...any)) (*tcpEnd, error) {
+	t := &tcpEnd{}
+	var err error
+	if c.server {
+		if t.ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
+			return nil, err
+		}
+	}
+	if t.dev, t.gid, err = c.openForTCP(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	logf("verbs: device %s, GID %v (index %d, %v)", t.dev.Device().Name, t.gid.GID, t.gid.Index, t.gid.Type)
+	if t.port, err = t.dev.QueryPort(1); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close closes the device and the listener.
+func (t *tcpEnd) Close() {
+	if t.dev != nil {
+		t.dev.Close()
+	}
+	if t.ln != nil {
+		t.ln.Close()
+	}
+}
+
 // runDemoTCP runs a demo on a QP connected with ibv_rc_pingpong's
 // out-of-band TCP exchange of LID, QPN, PSN and GID (oob.Client and
 // oob.Server) instead of rdma_cm.
@@ -94,25 +136,12 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	// The server listens before setting up the device so a client started
-	// at the same time finds it.
-	var ln net.Listener
-	if c.server {
-		if ln, err = net.Listen("tcp", hostPort(c.addr, c.port)); err != nil {
-			return err
-		}
-		defer ln.Close()
-	}
-	dev, gid, err := c.openForTCP()
+	t, err := c.tcpSetup(logf)
 	if err != nil {
 		return err
 	}
-	defer dev.Close()
-	logf("verbs: device %s, GID %v (index %d, %v)", dev.Device().Name, gid.GID, gid.Index, gid.Type)
-	port, err := dev.QueryPort(1)
-	if err != nil {
-		return err
-	}
+	defer t.Close()
+	ln, dev, gid, port := t.ln, t.dev, t.gid, t.port
 	pd, err := dev.AllocPD()
 	if err != nil {
 		return err
@@ -137,7 +166,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
-	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(),
+	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(), PeerTimeout: 10 * time.Second,
 		RegMR: func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
 			mr, err := pd.RegMR(b, a)
 			if err == nil {
@@ -164,28 +193,41 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	}
 	logf("tcp: local LID %#x QPN %#x PSN %#x GID %v", local.LID, local.QPN, local.PSN, local.GID)
 	if c.client {
-		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), local)
+		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), func(ctx context.Context, addr string) (uverbs.Dest, error) {
+			return oob.Client(ctx, addr, local)
+		})
 		if err != nil {
 			return err
 		}
 		if err := connect(remote); err != nil {
 			return err
 		}
-		return d.Client(ctx)
+		return demoPeer(d.Client(ctx), c.mode)
 	}
 	logf("tcp: waiting for the client's exchange on %v", ln.Addr())
 	if _, err := oob.Server(ctx, ln, local, connect); err != nil {
 		return err
 	}
-	return d.Server(ctx)
+	return demoPeer(d.Server(ctx), c.mode)
 }
 
-// exchangeRetry is oob.Client, retried for up to 10 s while the
-// server is not listening yet (ibv_rc_pingpong's client gives up at once).
-func exchangeRetry(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
+// demoPeer explains a demo over --tcp whose peer went silent or failed
+// the connection: the peer of the same exchange may be a C pingpong.
+func demoPeer(err error, mode string) error {
+	var wce *uverbs.WCError
+	if errors.Is(err, ping.ErrPeerSilent) || (errors.As(err, &wce) && wce.WC.Status == uverbs.WCRetryExcErr) {
+		return fmt.Errorf("%w: the peer does not run rdmaping --tcp --mode %s; if it is rdma-core's ibv_rc/uc/ud/srq_pingpong, run rdmaping --tcp without --mode (with --qp-type or --srq to match)", err, mode)
+	}
+	return err
+}
+
+// exchangeRetry runs exchange (oob.Client or oob.ClientN), retried for up
+// to 10 s while the server is not listening yet (ibv_rc_pingpong's client
+// gives up at once).
+func exchangeRetry[T any](ctx context.Context, addr string, exchange func(context.Context, string) (T, error)) (T, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		remote, err := oob.Client(ctx, addr, local)
+		remote, err := exchange(ctx, addr)
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
 			return remote, err
 		}

@@ -47,6 +47,12 @@ type SendWR struct {
 	RemoteQKey uint32 // UD
 	SGL        []abi.SGE
 	Inline     []byte // with IB_SEND_INLINE: the payload, copied into the WQE
+	// BIND_MW: the window (MWRKey, its current rkey), its new rkey, and the
+	// MR range and access it gets.
+	MW abi.RxeWRMW
+	// LOCAL_INV, SEND_WITH_INV: the rkey to invalidate (union ex, host
+	// byte order, where Imm goes big-endian).
+	InvalidateRKey uint32
 }
 
 // SendQueue is the send ring of an rxe QP.
@@ -99,7 +105,11 @@ func (s *SendQueue) Post(wr *SendWR) error {
 	w.WR.WrID = wr.ID
 	w.WR.Opcode = wr.Opcode
 	w.WR.SendFlags = wr.Flags
-	binary.BigEndian.PutUint32((*[4]byte)(unsafe.Pointer(&w.WR.ImmData))[:], wr.Imm)
+	if wr.Opcode == abi.IB_WR_LOCAL_INV || wr.Opcode == abi.IB_WR_SEND_WITH_INV {
+		w.WR.ImmData = wr.InvalidateRKey
+	} else {
+		binary.BigEndian.PutUint32((*[4]byte)(unsafe.Pointer(&w.WR.ImmData))[:], wr.Imm)
+	}
 	u := unsafe.Pointer(&w.WR.WR)
 	iova := wr.RemoteAddr
 	switch wr.Opcode {
@@ -113,7 +123,15 @@ func (s *SendQueue) Post(wr *SendWR) error {
 		f := (*abi.RxeWRFlush)(u)
 		f.RemoteAddr, f.Length, f.RKey, f.Type, f.Level = wr.RemoteAddr, wr.Length, wr.RKey, wr.FlushType, wr.FlushLevel
 		length = uint64(wr.Length)
-	case abi.IB_WR_SEND, abi.IB_WR_SEND_WITH_IMM:
+	case abi.IB_WR_BIND_MW:
+		if length != 0 {
+			return errors.New("rxe: BIND_MW takes no SGE")
+		}
+		*(*abi.RxeWRMW)(u) = wr.MW
+		iova = 0
+	case abi.IB_WR_LOCAL_INV:
+		iova = 0
+	case abi.IB_WR_SEND, abi.IB_WR_SEND_WITH_IMM, abi.IB_WR_SEND_WITH_INV:
 		iova = 0
 		if s.UD {
 			d := (*abi.RxeWRUD)(u)

@@ -13,7 +13,7 @@ import (
 )
 
 // The demo modes.
-var Modes = []string{"send", "send-imm", "write", "write-imm", "read", "atomic"}
+var Modes = []string{"send", "send-imm", "write", "write-imm", "read", "atomic", "send-inv"}
 
 // DemoConfig are a demo's settings.
 type DemoConfig struct {
@@ -35,6 +35,14 @@ type DemoConfig struct {
 //	           iteration number), which completes a receive at the server
 //	read       the server fills a buffer and advertises it; the client RDMA
 //	           READs and checks it, and acknowledges
+//	send-inv   the server binds a type 2 memory window over its buffer and
+//	           advertises the window's rkey; the client RDMA WRITEs
+//	           through it and SENDs WITH INVALIDATE naming that rkey; the
+//	           server checks the data and that the receive reports the
+//	           rkey invalidated, and binds the window again (a new rkey)
+//	           for the next iteration; at the end the client writes
+//	           under the last, invalidated rkey and must be refused
+//	           (IBV_WC_REM_ACCESS_ERR)
 //	atomic     the server advertises an 8-byte counter; the client
 //	           FETCH_AND_ADDs 1 Count times checking each old value, then
 //	           COMPARE_AND_SWAPs Count for a marker the server checks
@@ -85,6 +93,9 @@ func (d *Demo) sendMode() bool { return d.cfg.Mode == "send" || d.cfg.Mode == "s
 func (d *Demo) Setup(l *Link) error {
 	d.l = l
 	all := uverbs.AccessLocalWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteWrite | uverbs.AccessRemoteAtomic
+	if d.cfg.Mode == "send-inv" {
+		all |= uverbs.AccessMWBind
+	}
 	var err error
 	for _, b := range []struct {
 		p *Buf
@@ -116,7 +127,10 @@ func expect(b []byte, i int, what string) error {
 	want := make([]byte, len(b))
 	pattern(want, i)
 	if !bytes.Equal(b, want) {
-		return fmt.Errorf("iteration %d: %s mismatch", i, what)
+		if isFill(b, 0) {
+			return fmt.Errorf("iteration %d: %s mismatch: the peer sends a 0x7b buffer, as rdma-core's ibv_*_pingpong programs do: run rdmaping --tcp without --mode to talk to them", i, what)
+		}
+		return fmt.Errorf("iteration %d: %s mismatch (starts % x): is the peer rdmaping in the same --mode?", i, what, b[:min(len(b), 16)])
 	}
 	return nil
 }
@@ -235,6 +249,10 @@ func (d *Demo) Server(ctx context.Context) error {
 			}
 			l.debugf("iteration %d: the client read %d bytes", i, c.Size)
 		}
+	case "send-inv":
+		if err := d.serveSendInv(ctx); err != nil {
+			return err
+		}
 	case "atomic":
 		binary.NativeEndian.PutUint64(d.out.B, 0)
 		if err := d.sendCtrl(ctx, d.out.Info(8).Marshal(nil)); err != nil {
@@ -335,6 +353,10 @@ func (d *Demo) Client(ctx context.Context) error {
 				return err
 			}
 			l.debugf("iteration %d: read %d bytes from %#x", i, c.Size, info.Buf)
+		}
+	case "send-inv":
+		if err := d.clientSendInv(ctx); err != nil {
+			return err
 		}
 	case "atomic":
 		info, err := d.recvInfo(ctx)

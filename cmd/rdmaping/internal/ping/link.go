@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -28,6 +29,10 @@ type Link struct {
 	RegMR func(buf []byte, access uverbs.AccessFlags) (*uverbs.MR, error)
 	// Logf narrates steps (-v); Debugf prints rping's debug lines (-d).
 	Logf, Debugf func(format string, args ...any)
+	// PeerTimeout, when set, bounds each wait for a completion: a link
+	// without a CM learns of no disconnect, so a peer that stopped (or
+	// speaks another protocol) would otherwise be waited for forever.
+	PeerTimeout time.Duration
 
 	pending []uverbs.WC
 	stash   []uverbs.WC // receive completions that arrived while Await wanted another
@@ -80,7 +85,23 @@ func (l *Link) Next(ctx context.Context) (uverbs.WC, error) {
 	}
 }
 
+// ErrPeerSilent is returned when no completion came within PeerTimeout.
+var ErrPeerSilent = errors.New("no completion from the peer")
+
 func (l *Link) wait(ctx context.Context) (int, error) {
+	if l.PeerTimeout > 0 {
+		wctx, cancel := context.WithTimeout(ctx, l.PeerTimeout)
+		defer cancel()
+		n, err := l.wait1(wctx)
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w for %v", ErrPeerSilent, l.PeerTimeout)
+		}
+		return n, err
+	}
+	return l.wait1(ctx)
+}
+
+func (l *Link) wait1(ctx context.Context) (int, error) {
 	if l.Wait != nil {
 		n, _, err := l.Wait(ctx, l.buf[:])
 		return n, err
