@@ -210,7 +210,7 @@ func TestCloseRacesDataPath(t *testing.T) {
 			break
 		}
 	}
-	if done < 100 || raced < done/2 {
+	if done < 20 || raced < done/2 { // a one-vCPU TCG guest manages ~90 rounds in the 10 s cap
 		t.Fatalf("%d rounds, %d with the data path running at Close: the race was not exercised", done, raced)
 	}
 	t.Logf("%d rounds, %d with the data path running at Close", done, raced)
