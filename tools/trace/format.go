@@ -33,7 +33,8 @@ type Description struct {
 	Resp   []Field // decoded from the response
 }
 
-// Formatter renders events as strace-like lines or JSON.
+// Formatter renders events as strace-like lines or JSON. It remembers the
+// QP handles it saw created, so it is for one goroutine at a time.
 type Formatter struct {
 	Names Names
 	// Devices maps the dev_t of /dev/infiniband/uverbsN to the RDMA device
@@ -44,7 +45,7 @@ type Formatter struct {
 	// PageSize converts mmap page offsets to bytes; 0 means 4096.
 	PageSize int
 
-	qpns *qpnTable // QP handles seen created, per process and device
+	qpns map[qpnKey]uint64 // QP handle -> QPN, from the creations seen (qpn.go)
 }
 
 func (f *Formatter) names() Names {
