@@ -244,23 +244,26 @@ func (f *Formatter) Describe(e Event) Description {
 	return d
 }
 
-// sockaddr formats a struct sockaddr_in/_in6 (as the tracepoint copies them).
+// sockaddr formats a struct sockaddr_in, _in6 or _ib (as the tracepoint and
+// the rdma_cm commands carry them) with abi's decoders: "10.0.0.1:4791",
+// "[fe80::1%2]:4791", "ib[GID]:SID" (the service id carries the port space
+// and port of RDMA_PS_* ids), "AF_IB" when b is too short for a
+// sockaddr_ib; "" for another family or a b too short for its address.
 func sockaddr(b []byte) string {
-	if len(b) < 8 {
-		return ""
-	}
-	family := binary.NativeEndian.Uint16(b)
-	port := binary.BigEndian.Uint16(b[2:])
-	switch family {
-	case abi.AF_INET:
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port).String()
-	case abi.AF_INET6:
-		if len(b) < 24 {
-			return ""
+	var s abi.SockaddrStorage
+	copy(s[:], b)
+	switch fam := s.Family(); {
+	case len(b) < 8:
+	case fam == abi.AF_INET || fam == abi.AF_INET6 && len(b) >= 24:
+		if ap, err := s.AddrPort(); err == nil {
+			return ap.String()
 		}
-		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port).String()
-	case abi.AF_IB:
-		return sockaddrIB(b)
+	case fam == abi.AF_IB:
+		ib, err := s.IB()
+		if err != nil || len(b) < abi.SizeofSockaddrIB {
+			return "AF_IB"
+		}
+		return fmt.Sprintf("ib[%s]:%#x", netip.AddrFrom16(ib.GID()), ib.SID())
 	}
 	return ""
 }
