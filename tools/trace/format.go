@@ -127,7 +127,7 @@ var ucmReq = map[uint32]func(body []byte) []Field{
 
 // UverbsDevices maps each /dev/infiniband/uverbsN's kernel dev_t
 // (MAJOR<<20|MINOR) to its RDMA device name, from sysfsRoot
-// ("/sys/class/infiniband_verbs").
+// (normally sysfs.ClassVerbs, /sys/class/infiniband_verbs).
 func UverbsDevices(sysfsRoot string) map[uint32]string {
 	m := map[uint32]string{}
 	devs, _ := sysfs.ReadVerbsClass(sysfsRoot)
