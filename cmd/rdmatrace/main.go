@@ -124,15 +124,12 @@ flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (subcommands: probes, capture, record, timeline)", fs.Arg(0))
 	}
-	if o.Interval < 0 || duration < 0 {
-		return fmt.Errorf("--interval and --duration must not be negative")
-	}
-	if err := o.Check(); err != nil {
-		return err
+	if duration < 0 {
+		return fmt.Errorf("--duration must not be negative")
 	}
 	ctx, cancel := withDuration(ctx, duration)
 	defer cancel()
-	return trace.Watch(ctx, o, stdout, stderr)
+	return trace.Watch(ctx, o, stdout, stderr) // it checks o first
 }
 
 func runCapture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -173,13 +170,10 @@ flags:
 		defer out.Flush()
 		return capture.PrintFile(out, *rfile, o.Count)
 	}
-	if o.Iface == "" {
-		return fmt.Errorf("capture needs -i IFACE (or -r FILE)")
-	}
-	if o.Count < 0 || duration < 0 {
-		return fmt.Errorf("-c and --duration must not be negative")
+	if duration < 0 {
+		return fmt.Errorf("--duration must not be negative")
 	}
 	ctx, cancel := withDuration(ctx, duration)
 	defer cancel()
-	return capture.Run(ctx, o, stdout, stderr)
+	return capture.Run(ctx, o, stdout, stderr) // it checks -i and -c
 }

@@ -26,6 +26,9 @@ func TestFlagErrors(t *testing.T) {
 		{captureCmd, []string{}, "capture needs -i IFACE"},
 		{captureCmd, []string{"-r", "x.pcap", "-i", "lo"}, "does not go with -i"},
 		{captureCmd, []string{"-i", "lo", "-c", "-1"}, "must not be negative"},
+		{captureCmd, []string{"-r", "../../tools/trace/ibpkt/testdata/rping-6.1-two-nodes.pcap", "-c", "-1"}, "must not be negative"},
+		{captureCmd, []string{"-i", "lo", "--duration", "-1s"}, "must not be negative"},
+		{traceCmd, []string{"--summary", "--interval", "-1s"}, "must not be negative"},
 		{probesCmd, []string{"x"}, "takes no arguments"},
 	} {
 		err := tc.run(tc.args)

@@ -46,15 +46,12 @@ flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (record writes to -o FILE)", fs.Arg(0))
 	}
-	if o.File == "" {
-		return fmt.Errorf("record needs -o FILE")
-	}
 	if duration < 0 {
 		return fmt.Errorf("--duration must not be negative")
 	}
 	ctx, cancel := withDuration(ctx, duration)
 	defer cancel()
-	return trace.Record(ctx, o, stderr)
+	return trace.Record(ctx, o, stderr) // it checks o first
 }
 
 func runTimeline(args []string, stdout, stderr io.Writer) error {

@@ -32,9 +32,10 @@
 //     vmlinux) shows how to reach it from the arguments.
 //
 // The uverbs device of every call is found from file->f_inode->i_rdev. The
-// entry probes keep their record in a hash map keyed by pid_tgid; the shared
-// return probe completes it and sends it through a ring buffer. The pid and
-// comm filters run in the kernel.
+// entry probes keep their record in a hash map keyed by pid_tgid (the big
+// records of ioctl and ucma_write in a map of their own); the return probe
+// (one shared by the small records, one by the big) completes it and sends
+// it through a ring buffer. The pid and comm filters run in the kernel.
 //
 // Names come from package abi (ABINames); the Names interface lets a caller
 // substitute its own. The Formatter remembers which QPN each QP handle was

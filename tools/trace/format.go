@@ -33,7 +33,8 @@ type Description struct {
 	Resp   []Field // decoded from the response
 }
 
-// Formatter renders events as strace-like lines or JSON.
+// Formatter renders events as strace-like lines or JSON. It remembers the
+// QP handles it saw created, so it is for one goroutine at a time.
 type Formatter struct {
 	Names Names
 	// Devices maps the dev_t of /dev/infiniband/uverbsN to the RDMA device
@@ -44,7 +45,7 @@ type Formatter struct {
 	// PageSize converts mmap page offsets to bytes; 0 means 4096.
 	PageSize int
 
-	qpns *qpnTable // QP handles seen created, per process and device
+	qpns map[qpnKey]uint64 // QP handle -> QPN, from the creations seen (qpn.go)
 }
 
 func (f *Formatter) names() Names {
@@ -126,7 +127,7 @@ var ucmReq = map[uint32]func(body []byte) []Field{
 
 // UverbsDevices maps each /dev/infiniband/uverbsN's kernel dev_t
 // (MAJOR<<20|MINOR) to its RDMA device name, from sysfsRoot
-// ("/sys/class/infiniband_verbs").
+// (normally sysfs.ClassVerbs, /sys/class/infiniband_verbs).
 func UverbsDevices(sysfsRoot string) map[uint32]string {
 	m := map[uint32]string{}
 	devs, _ := sysfs.ReadVerbsClass(sysfsRoot)
@@ -243,23 +244,26 @@ func (f *Formatter) Describe(e Event) Description {
 	return d
 }
 
-// sockaddr formats a struct sockaddr_in/_in6 (as the tracepoint copies them).
+// sockaddr formats a struct sockaddr_in, _in6 or _ib (as the tracepoint and
+// the rdma_cm commands carry them) with abi's decoders: "10.0.0.1:4791",
+// "[fe80::1%2]:4791", "ib[GID]:SID" (the service id carries the port space
+// and port of RDMA_PS_* ids), "AF_IB" when b is too short for a
+// sockaddr_ib; "" for another family or a b too short for its address.
 func sockaddr(b []byte) string {
-	if len(b) < 8 {
-		return ""
-	}
-	family := binary.NativeEndian.Uint16(b)
-	port := binary.BigEndian.Uint16(b[2:])
-	switch family {
-	case abi.AF_INET:
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port).String()
-	case abi.AF_INET6:
-		if len(b) < 24 {
-			return ""
+	var s abi.SockaddrStorage
+	copy(s[:], b)
+	switch fam := s.Family(); {
+	case len(b) < 8:
+	case fam == abi.AF_INET || fam == abi.AF_INET6 && len(b) >= 24:
+		if ap, err := s.AddrPort(); err == nil {
+			return ap.String()
 		}
-		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])), port).String()
-	case abi.AF_IB:
-		return sockaddrIB(b)
+	case fam == abi.AF_IB:
+		ib, err := s.IB()
+		if err != nil || len(b) < abi.SizeofSockaddrIB {
+			return "AF_IB"
+		}
+		return fmt.Sprintf("ib[%s]:%#x", netip.AddrFrom16(ib.GID()), ib.SID())
 	}
 	return ""
 }

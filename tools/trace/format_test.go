@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 var ne = binary.NativeEndian
@@ -294,18 +295,18 @@ func TestHWCountersAndDevices(t *testing.T) {
 	write("ib/rxe0/ports/1/hw_counters/rcvd_pkts", "4\n")
 	write("ib/rxe0/ports/1/hw_counters/lifespan", "x\n")
 	write("ib/rxe1/ports/1/hw_counters/sent_pkts", "1\n")
-	before, err := ReadHWCounters(filepath.Join(root, "ib"), []string{"rxe0"})
+	before, err := sysfs.ReadHWCounters(filepath.Join(root, "ib"), []string{"rxe0"})
 	if err != nil || len(before) != 1 || before[0].Values["sent_pkts"] != 10 || len(before[0].Values) != 2 {
 		t.Fatalf("read: %+v %v", before, err)
 	}
 	write("ib/rxe0/ports/1/hw_counters/sent_pkts", "15\n")
-	now, _ := ReadHWCounters(filepath.Join(root, "ib"), nil)
+	now, _ := sysfs.ReadHWCounters(filepath.Join(root, "ib"), nil)
 	d := DiffHWCounters(before, now, false)
 	want := []CounterDelta{{Dev: "rxe0", Port: 1, Name: "sent_pkts", Before: 10, Now: 15}, {Dev: "rxe1", Port: 1, Name: "sent_pkts", Now: 1}}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("delta (-want +got):\n%s", diff)
 	}
-	if _, err := ReadHWCounters(filepath.Join(root, "ib"), []string{"nope"}); err == nil {
+	if _, err := sysfs.ReadHWCounters(filepath.Join(root, "ib"), []string{"nope"}); err == nil {
 		t.Error("missing device accepted")
 	}
 

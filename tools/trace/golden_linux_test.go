@@ -146,11 +146,12 @@ func checkNamed(t *testing.T, name string, evs []Event) {
 
 // TestGoldenTraces decodes the recorded traces of rdma-core's programs: the
 // lines must be those recorded with them, every command named, and the QPNs
-// the trace shows those the program printed.
+// the trace shows those the program printed (ibv_*_pingpong) or sent in
+// CONNECT and ACCEPT (rping).
 func TestGoldenTraces(t *testing.T) {
 	recs, _ := filepath.Glob("testdata/golden/*.rec")
 	if len(recs) == 0 {
-		t.Fatal("no golden traces in testdata/golden (record them in the lab: see golden_test.go)")
+		t.Fatal("no golden traces in testdata/golden (record them in the lab: see golden_linux_test.go)")
 	}
 	for _, rec := range recs {
 		name := strings.TrimSuffix(filepath.Base(rec), ".rec")
@@ -185,8 +186,13 @@ func TestGoldenTraces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.HasPrefix(name, "ibv_") {
+			switch {
+			case strings.HasPrefix(name, "ibv_"):
 				checkPingpong(t, evs, string(out), !strings.HasPrefix(name, "ibv_ud_"))
+			case strings.HasPrefix(name, "rping-"):
+				checkRping(t, evs)
+			default:
+				t.Errorf("no check for the program of %s", name)
 			}
 		})
 	}

@@ -9,22 +9,6 @@ import (
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
-// SysfsInfiniband is where the RDMA devices are listed.
-const SysfsInfiniband = sysfs.ClassInfiniband
-
-// HWCounters are the hw_counters of one device port
-// (/sys/class/infiniband/DEV/ports/N/hw_counters/*; rxe's are sent_pkts,
-// rcvd_pkts, duplicate_request, out_of_seq_request, rcvd_seq_err,
-// rcvd_rnr_err, retry_exceeded_err, ack_deferred, ...).
-type HWCounters = sysfs.HWCounters
-
-// ReadHWCounters reads the counters of every port of the devices named in
-// devs (all devices under root when devs is empty). root is normally
-// SysfsInfiniband. Devices or ports without counters are skipped.
-func ReadHWCounters(root string, devs []string) ([]HWCounters, error) {
-	return sysfs.ReadHWCounters(root, devs)
-}
-
 // CounterDelta is the change of one counter between two readings.
 type CounterDelta struct {
 	Dev         string
@@ -33,9 +17,10 @@ type CounterDelta struct {
 	Before, Now uint64
 }
 
-// DiffHWCounters returns the counters that changed from before to now (or
-// all of now's counters when all is set), sorted.
-func DiffHWCounters(before, now []HWCounters, all bool) []CounterDelta {
+// DiffHWCounters returns the counters that changed from before to now, two
+// readings of sysfs.ReadHWCounters (or all of now's counters when all is
+// set), sorted.
+func DiffHWCounters(before, now []sysfs.HWCounters, all bool) []CounterDelta {
 	prev := map[string]uint64{}
 	for _, c := range before {
 		for n, v := range c.Values {

@@ -14,22 +14,12 @@ import (
 	"github.com/rdmago/rdmago/internal/labtest"
 )
 
-// skipOutsideLab skips t where this host lacks what it needs (root, BPF,
-// BTF), and fails it inside the lab, whose guests have all of it.
-func skipOutsideLab(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if labtest.InLab() {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // testMaps creates the tracer's maps, or skips when this kernel or process
-// cannot use BPF.
+// cannot use BPF (outside the lab: labtest.Missing fails it inside).
 func testMaps(t *testing.T) map[string]*ebpf.Map {
 	t.Helper()
 	if err := rlimit.RemoveMemlock(); err != nil {
-		skipOutsideLab(t, "BPF unavailable here: %v", err)
+		labtest.Missing(t, "BPF unavailable here: %v", err)
 	}
 	maps := map[string]*ebpf.Map{}
 	t.Cleanup(func() {
@@ -40,7 +30,7 @@ func testMaps(t *testing.T) map[string]*ebpf.Map {
 	for name, spec := range mapSpecs(1 << 16) {
 		m, err := ebpf.NewMap(spec)
 		if errors.Is(err, unix.EPERM) || errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, os.ErrPermission) {
-			skipOutsideLab(t, "BPF maps unavailable here (needs root and a BPF kernel): %v", err)
+			labtest.Missing(t, "BPF maps unavailable here (needs root and a BPF kernel): %v", err)
 		}
 		if err != nil {
 			t.Fatalf("create map %s: %v", name, err)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // The kprobe and tracepoint programs cannot be test-run (BPF_PROG_TEST_RUN
@@ -44,7 +45,7 @@ func newRunHarness(t *testing.T) *runHarness {
 	h := &runHarness{t: t, maps: maps, rd: rd}
 	// Probe once whether syscall programs work here.
 	if _, err := h.load(asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}); err != nil {
-		skipOutsideLab(t, "BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
+		labtest.Missing(t, "BPF_PROG_TYPE_SYSCALL unavailable (Linux 5.14+): %v", err)
 	}
 	return h
 }

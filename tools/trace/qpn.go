@@ -2,20 +2,13 @@
 
 package trace
 
-import (
-	"slices"
-	"sync"
-)
+import "slices"
 
-// qpnTable remembers the QP number of each QP handle a process created on a
-// device, so that later commands naming the handle (MODIFY_QP qp=2,
-// POST_SEND qp=2, ...) also show the QPN, which is what a program prints and
-// what the rxe data-path counters are keyed by.
-type qpnTable struct {
-	mu sync.Mutex
-	m  map[qpnKey]uint64
-}
-
+// qpnKey names a QP handle: handles are per process and device. The
+// Formatter remembers the QP number of each handle it saw created (qpns), so
+// that later commands naming the handle (MODIFY_QP qp=2, POST_SEND qp=2, ...)
+// also show the QPN, which is what a program prints and what the rxe
+// data-path counters are keyed by.
 type qpnKey struct {
 	pid, dev uint32
 	handle   uint64
@@ -23,17 +16,6 @@ type qpnKey struct {
 
 // qpnTableMax bounds the table; when full it starts over.
 const qpnTableMax = 1 << 16
-
-var qpnTableInit sync.Mutex
-
-func (f *Formatter) qpnTable() *qpnTable {
-	qpnTableInit.Lock()
-	defer qpnTableInit.Unlock()
-	if f.qpns == nil {
-		f.qpns = &qpnTable{m: map[qpnKey]uint64{}}
-	}
-	return f.qpns
-}
 
 func fieldIndex(fs []Field, key string) int {
 	return slices.IndexFunc(fs, func(x Field) bool { return x.Key == key })
@@ -47,17 +29,14 @@ func (f *Formatter) tieQPN(d *Description, e Event) {
 	if e.Kind != KindVerbsWrite && e.Kind != KindVerbsIoctl {
 		return
 	}
-	t := f.qpnTable()
 	if q, n := fieldIndex(d.Resp, "qp"), fieldIndex(d.Resp, "qpn"); q >= 0 && n >= 0 {
 		h, ok1 := d.Resp[q].Val.(uint64)
 		qpn, ok2 := d.Resp[n].Val.(uint64)
 		if ok1 && ok2 {
-			t.mu.Lock()
-			if len(t.m) >= qpnTableMax {
-				clear(t.m)
+			if f.qpns == nil || len(f.qpns) >= qpnTableMax {
+				f.qpns = map[qpnKey]uint64{}
 			}
-			t.m[qpnKey{e.PID, e.Dev, h}] = qpn
-			t.mu.Unlock()
+			f.qpns[qpnKey{e.PID, e.Dev, h}] = qpn
 		}
 		return
 	}
@@ -69,10 +48,7 @@ func (f *Formatter) tieQPN(d *Description, e Event) {
 	if !ok {
 		return
 	}
-	t.mu.Lock()
-	qpn, known := t.m[qpnKey{e.PID, e.Dev, h}]
-	t.mu.Unlock()
-	if known {
+	if qpn, known := f.qpns[qpnKey{e.PID, e.Dev, h}]; known {
 		d.Args = slices.Insert(d.Args, q+1, Field{"qpn", qpn})
 	}
 }

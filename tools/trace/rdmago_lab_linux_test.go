@@ -22,6 +22,7 @@ import (
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -79,7 +80,7 @@ func TestLabRdmago(t *testing.T) {
 	env := labtest.Require(t)
 	pid := uint32(os.Getpid())
 	tr := openTracer(t, Options{PID: os.Getpid()})
-	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
+	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -283,7 +284,7 @@ func TestLabRdmago(t *testing.T) {
 func TestLabRegMRErrno(t *testing.T) {
 	env := labtest.Require(t)
 	tr := openTracer(t, Options{PID: os.Getpid(), NoRXE: true})
-	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
+	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs)}
 
 	raw := openRawUverbs(t, env.Dev, 2)
 	bufAddr := uint64(uintptr(unsafe.Pointer(&raw.mem[4096])))

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/tools/trace/capture"
 	"github.com/rdmago/rdmago/tools/trace/ibpkt"
 )
@@ -254,7 +255,7 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 	}
 	realToMono := hdr.RealNS - int64(hdr.MonoNS)
 
-	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs"), PageSize: os.Getpagesize()}
+	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs), PageSize: os.Getpagesize()}
 	entries := make(chan RecordEntry, 1024)
 	errs := make(chan error, 2)
 	done := make(chan struct{}, 2)

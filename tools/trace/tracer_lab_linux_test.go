@@ -22,6 +22,7 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/tools/trace/capture"
 	"github.com/rdmago/rdmago/tools/trace/ibpkt"
 	"github.com/rdmago/rdmago/tools/trace/pcap"
@@ -170,7 +171,7 @@ func ownEvents(t *testing.T, tr *Tracer, f *Formatter, n int) ([]Event, []string
 func TestLabRawVerbs(t *testing.T) {
 	env := labtest.Require(t)
 	tr := openTracer(t, Options{PID: os.Getpid(), NoRXE: true})
-	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
+	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs)}
 
 	raw := openRawUverbs(t, env.Dev, 1)
 	if err := raw.write(abi.IB_USER_VERBS_CMD_GET_CONTEXT, abi.GetContext{Response: raw.respAddr}, 8); err != nil {
@@ -251,11 +252,11 @@ func TestLabRping(t *testing.T) {
 		t.Fatalf("rping is not in the host root (apt-get install rdmacm-utils): %v", err)
 	}
 	tr := openTracer(t, Options{Comm: "rping"})
-	hwBefore, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	hwBefore, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices("/sys/class/infiniband_verbs")}
+	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -341,7 +342,7 @@ func TestLabRping(t *testing.T) {
 			t.Errorf("QP %d: no rxe_post_send (doorbell) hits: %v", qpn, hits)
 		}
 	}
-	hwNow, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	hwNow, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestLabCaptureTwoNodes(t *testing.T) {
 	}()
 	var out []byte
 	time.Sleep(3 * time.Second) // node 1's server must be listening
-	hwBefore, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	hwBefore, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestLabCaptureTwoNodes(t *testing.T) {
 	time.Sleep(time.Second)
 	stopCapture()
 	captured := <-pkts
-	hwNow, err := ReadHWCounters(SysfsInfiniband, []string{env.Dev})
+	hwNow, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type Tracer struct {
 	progs  []*ebpf.Program
 	links  []link.Link
 	rd     *ringbuf.Reader
+	rec    ringbuf.Record // Read's buffer, reused
 	probes []Probe
 	rxe    []rxePlan
 	closed bool
@@ -347,34 +348,45 @@ func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
 // Probes reports every attach point New tried.
 func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
 
-// Read waits for the next event until ctx is done.
+// Read waits for the next event until ctx is done. The record is read into
+// a buffer the Tracer reuses (DecodeEvent copies what it keeps), so the
+// event loop allocates no ring-buffer record per event. Read is for one
+// goroutine at a time.
 func (t *Tracer) Read(ctx context.Context) (Event, error) {
-	rec, err := t.ReadRecord(ctx)
-	if err != nil {
+	if err := t.readInto(ctx, &t.rec); err != nil {
 		return Event{}, err
 	}
-	return DecodeEvent(rec)
+	return DecodeEvent(t.rec.RawSample)
 }
 
 // ReadRecord waits for the next raw record (what DecodeEvent decodes) until
-// ctx is done.
+// ctx is done. The caller owns the returned bytes.
 func (t *Tracer) ReadRecord(ctx context.Context) ([]byte, error) {
+	var rec ringbuf.Record
+	if err := t.readInto(ctx, &rec); err != nil {
+		return nil, err
+	}
+	return rec.RawSample, nil
+}
+
+// readInto waits for the next record and reads it into rec.
+func (t *Tracer) readInto(ctx context.Context, rec *ringbuf.Record) error {
 	if t.closed || t.rd == nil {
-		return nil, fmt.Errorf("read: %w", os.ErrClosed)
+		return fmt.Errorf("read: %w", os.ErrClosed)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		t.rd.SetDeadline(time.Now().Add(100 * time.Millisecond))
-		rec, err := t.rd.Read()
+		err := t.rd.ReadInto(rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read ring buffer: %w", err)
+			return fmt.Errorf("read ring buffer: %w", err)
 		}
-		return rec.RawSample, nil
+		return nil
 	}
 }
 

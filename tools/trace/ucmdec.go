@@ -3,9 +3,6 @@
 package trace
 
 import (
-	"encoding/binary"
-	"fmt"
-	"net/netip"
 	"syscall"
 
 	"github.com/rdmago/rdmago/abi"
@@ -15,16 +12,6 @@ import (
 // format.go holds them all): addresses, connection parameters, requested QP
 // states. The ucma probe keeps the first ucmDataMax bytes of a command, which
 // covers every field shown.
-
-// sockaddrIB formats a struct sockaddr_ib as ib[GID]:SID (service id, which
-// carries the port space and port for RDMA_PS_* ids).
-func sockaddrIB(b []byte) string {
-	if len(b) < abi.SizeofSockaddrIB {
-		return "AF_IB"
-	}
-	// sib_family, sib_pkey, sib_flowinfo, sib_addr[16], sib_sid, sib_sid_mask, sib_scope_id
-	return fmt.Sprintf("ib[%s]:%#x", netip.AddrFrom16([16]byte(b[8:24])), binary.BigEndian.Uint64(b[24:32]))
-}
 
 func addrField(f []Field, key string, b []byte) []Field {
 	if s := sockaddr(b); s != "" {

@@ -4,6 +4,7 @@ package trace
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
 
 	"github.com/rdmago/rdmago/abi"
@@ -117,5 +118,36 @@ func TestUCMLines(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSockaddr covers what sockaddr shows of each family and of short
+// buffers (the CM tracepoint copies 28 bytes, too few for a sockaddr_ib).
+func TestSockaddr(t *testing.T) {
+	v4, err := abi.SockaddrIn6From(netip.MustParseAddrPort("10.77.0.1:4791"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6, err := abi.SockaddrIn6From(netip.MustParseAddrPort("[fe80::1%3]:20079"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := sib([16]byte{0: 0xfe, 1: 0x80, 15: 9}, 0x1061d2f)
+	for _, tc := range []struct {
+		b    []byte
+		want string
+	}{
+		{v4[:], "10.77.0.1:4791"},
+		{v4[:8], "10.77.0.1:4791"},
+		{v4[:7], ""},
+		{v6[:], "[fe80::1%3]:20079"},
+		{v6[:23], ""},
+		{ib, "ib[fe80::9]:0x1061d2f"},
+		{ib[:28], "AF_IB"},
+		{make([]byte, 28), ""}, // AF_UNSPEC
+	} {
+		if got := sockaddr(tc.b); got != tc.want {
+			t.Errorf("sockaddr(% x) = %q, want %q", tc.b, got, tc.want)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // WatchOptions configure Watch: which events rdmatrace shows and how.
@@ -33,8 +35,8 @@ func (o WatchOptions) Check() error {
 		return fmt.Errorf("--interval needs --summary")
 	}
 	if o.Dev != "" {
-		if _, err := os.Stat(SysfsInfiniband + "/" + o.Dev); err != nil {
-			return fmt.Errorf("--dev %s: no such RDMA device (see ls %s)", o.Dev, SysfsInfiniband)
+		if _, err := os.Stat(sysfs.ClassInfiniband + "/" + o.Dev); err != nil {
+			return fmt.Errorf("--dev %s: no such RDMA device (see ls %s)", o.Dev, sysfs.ClassInfiniband)
 		}
 	}
 	return nil
@@ -72,11 +74,11 @@ func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error 
 	if o.Dev != "" {
 		devs = []string{o.Dev}
 	}
-	hwBefore, _ := ReadHWCounters(SysfsInfiniband, devs)
+	hwBefore, _ := sysfs.ReadHWCounters(sysfs.ClassInfiniband, devs)
 
 	f := &Formatter{
 		Names:    ABINames{},
-		Devices:  UverbsDevices("/sys/class/infiniband_verbs"),
+		Devices:  UverbsDevices(sysfs.ClassVerbs),
 		Start:    monotonicNow(),
 		PageSize: os.Getpagesize(),
 	}
@@ -205,7 +207,7 @@ func WriteProbes(w io.Writer, probes []Probe, verbose bool) {
 
 // writeRXE writes the rxe hit counts and the hw_counters that changed since
 // hwBefore to w; a failure to read the counts goes to stderr.
-func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []HWCounters, devs []string) {
+func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []sysfs.HWCounters, devs []string) {
 	counts, err := t.RXECounts()
 	if err != nil {
 		fmt.Fprintln(stderr, "rdmatrace:", err)
@@ -224,7 +226,7 @@ func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []HWCounters, devs []stri
 			fmt.Fprintf(w, "  %-32s %-10s %d\n", what, qp, c.Count)
 		}
 	}
-	now, err := ReadHWCounters(SysfsInfiniband, devs)
+	now, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, devs)
 	if err != nil {
 		return
 	}

@@ -10,14 +10,17 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // Handle is an open capture: a packet socket bound to one interface with the
-// RoCEv2 filter attached. Close releases it.
+// RoCEv2 filter attached. Close releases it; Close may be called while
+// another goroutine waits in ReadPacket, which then returns ErrClosed.
 type Handle struct {
-	f        *os.File
+	f        *os.File // set by Open, never changed: Close closes it
+	closed   atomic.Bool
 	ifindex  int
 	loopback bool
 	snapLen  int
@@ -94,7 +97,7 @@ func htons(v uint16) uint16 {
 // a fresh copy. On the loopback interface the outgoing copy of each frame is
 // skipped (it is seen again incoming), as libpcap does.
 func (h *Handle) ReadPacket(ctx context.Context) (Packet, error) {
-	if h.f == nil {
+	if h.closed.Load() {
 		return Packet{}, ErrClosed
 	}
 	return h.readRing(ctx)
@@ -104,7 +107,7 @@ func (h *Handle) ReadPacket(ctx context.Context) (Packet, error) {
 // dropped because the receive ring was full, since the last call
 // (PACKET_STATISTICS).
 func (h *Handle) Stats() (received, dropped uint32, err error) {
-	if h.f == nil {
+	if h.closed.Load() {
 		return 0, 0, ErrClosed
 	}
 	rc, err := h.f.SyscallConn()
@@ -126,12 +129,10 @@ func (h *Handle) Stats() (received, dropped uint32, err error) {
 
 // Close closes the socket. It is idempotent.
 func (h *Handle) Close() error {
-	if h.f == nil {
+	if !h.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	f := h.f
-	h.f = nil
-	err := f.Close() // wakes a ReadPacket waiting on the socket
+	err := h.f.Close() // wakes a ReadPacket waiting on the socket
 	h.mu.Lock()
 	uerr := h.ring.close()
 	h.mu.Unlock()

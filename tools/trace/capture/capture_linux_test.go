@@ -318,3 +318,28 @@ func openLoopback(t *testing.T) *Handle {
 	}
 	return h
 }
+
+// TestCloseWakesReader closes a Handle while another goroutine waits in
+// ReadPacket: the read ends with ErrClosed (and, under -race, without a
+// data race on the handle's state).
+func TestCloseWakesReader(t *testing.T) {
+	h := openLoopback(t)
+	defer h.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.ReadPacket(context.Background())
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let it wait on the socket
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("ReadPacket ended with %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake ReadPacket")
+	}
+}

@@ -18,6 +18,9 @@ import (
 // saved Ethernet capture name to w (time since the first frame, then the
 // decoded RoCEv2 packet), at most count lines when count > 0.
 func PrintFile(w io.Writer, name string, count int) error {
+	if count < 0 {
+		return fmt.Errorf("-c must not be negative")
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return err

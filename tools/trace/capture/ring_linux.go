@@ -5,9 +5,7 @@ package capture
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -153,6 +151,9 @@ func (h *Handle) readRing(ctx context.Context) (Packet, error) {
 	}
 	rc, err := h.f.SyscallConn()
 	if err != nil {
+		if h.closed.Load() {
+			return Packet{}, ErrClosed
+		}
 		return Packet{}, fmt.Errorf("capture: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { h.f.SetReadDeadline(time.Unix(1, 0)) })
@@ -177,8 +178,8 @@ func (h *Handle) readRing(ctx context.Context) (Packet, error) {
 			if ctx.Err() != nil {
 				return Packet{}, ctx.Err()
 			}
-			if errors.Is(err, os.ErrClosed) {
-				return Packet{}, ErrClosed
+			if h.closed.Load() {
+				return Packet{}, ErrClosed // Close closed the socket under Read
 			}
 			return Packet{}, err
 		}

@@ -32,7 +32,7 @@ func Run(ctx context.Context, o RunOptions, stdout, stderr io.Writer) error {
 		return fmt.Errorf("capture needs -i IFACE (or -r FILE)")
 	}
 	if o.Count < 0 {
-		return fmt.Errorf("-c and --duration must not be negative")
+		return fmt.Errorf("-c must not be negative")
 	}
 	h, err := Open(o.Iface, o.SnapLen)
 	if err != nil {

@@ -33,7 +33,7 @@ const (
 	ngSectionHdrFixed = 16 // byte-order magic, version, section length
 )
 
-// ngInterface is what an Interface Description Block says.
+// ngIface is what an Interface Description Block says.
 type ngIface struct {
 	linkType uint32
 	snapLen  uint32
@@ -169,7 +169,7 @@ func (r *Reader) ngInterface(b []byte) error {
 	return nil
 }
 
-// ngTime converts a 64-bit timestamp in the interface's units.
+// time converts a 64-bit timestamp in the interface's units.
 func (ifc ngIface) time(ts uint64) time.Time {
 	sec, frac := ts/ifc.units, ts%ifc.units
 	hi, lo := bits.Mul64(frac, 1e9)
