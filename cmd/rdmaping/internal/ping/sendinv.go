@@ -50,23 +50,44 @@ func (d *Demo) serveSendInv(ctx context.Context) error {
 		}
 		l.debugf("iteration %d: %d bytes written through window rkey %#x, then the window invalidated", i, c.Size, rkey)
 	}
-	if err := d.sendCtrl(ctx, seq(c.Count)); err != nil {
+	// The last message lets the client write under the last, invalidated
+	// rkey, which this QP must still be here to refuse. In RC that refusal
+	// moves our QP to the error state too (rxe does), and the flush it
+	// brings can overtake the acknowledgement of this very message.
+	copy(d.ctrlOut.B, seq(c.Count))
+	if err := l.QP.PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: d.ctrlOut.SGE(4)}); err != nil {
 		return err
 	}
-	// The client ends with a write under the last, invalidated rkey, which
-	// this QP must still be here to refuse: wait until the refusal flushes
-	// our posted receive (rxe moves the responder to the error state), the
-	// peer disconnects, or a few seconds pass.
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	wc, err := l.Next(wctx)
-	var wce *uverbs.WCError
+	return awaitStaleWrite(ctx, l, sendInvQuiet)
+}
+
+// sendInvQuiet is how long the send-inv server waits, after its last
+// message completed, for the end the client's stale-rkey write brings.
+const sendInvQuiet = 3 * time.Second
+
+// awaitStaleWrite is the send-inv server's end, once it has checked every
+// iteration and posted its last message: that message's completion, then
+// the end the client's write under the invalidated rkey brings (a flush of
+// what is still posted, the peer's disconnect, or quiet seconds passing).
+// The flush may also come before the message's own completion, which it
+// then flushes: that is the same expected end, not a failure. Any other
+// failed or unexpected completion is an error.
+func awaitStaleWrite(ctx context.Context, l *Link, quiet time.Duration) error {
+	wc, err := l.Await(ctx, uverbs.WCSend, nil)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, quiet)
+		defer cancel()
+		if wc, err = l.Next(wctx); err == nil {
+			return fmt.Errorf("unexpected %v completion after the last iteration", wc.Opcode)
+		}
+		if errors.Is(err, ErrPeerSilent) || ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+	}
 	switch {
-	case err == nil:
-		return fmt.Errorf("unexpected %v completion after the last iteration", wc.Opcode)
-	case errors.As(err, &wce) && wce.WC.IsFlush():
-		l.logf("verbs: the client's write under an invalidated rkey moved our QP to the error state (receive flushed)")
-	case errors.Is(err, ErrDisconnected), errors.Is(err, ErrPeerSilent), ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+	case wc.IsFlush():
+		l.logf("verbs: the client's write under an invalidated rkey moved our QP to the error state (work request %#x flushed)", wc.WRID)
+	case errors.Is(err, ErrDisconnected):
 	default:
 		return err
 	}
