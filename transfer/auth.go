@@ -31,10 +31,16 @@ const (
 )
 
 func authMAC(psk []byte, label string, helloS, helloR []byte) [MACSize]byte {
-	m := hmac.New(sha256.New, psk)
-	m.Write([]byte(label))
-	m.Write(helloS)
-	m.Write(helloR)
+	return hmacSHA256(psk, []byte(label), helloS, helloR)
+}
+
+// hmacSHA256 is HMAC-SHA256(key, the parts one after the other): what the
+// AUTH proofs, the session keys and the session MACs all are.
+func hmacSHA256(key []byte, parts ...[]byte) [MACSize]byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		m.Write(p)
+	}
 	var out [MACSize]byte
 	m.Sum(out[:0])
 	return out
@@ -123,29 +129,20 @@ const labelSession = "rdmacp session v2\x00"
 // bind starts the session MAC on c (after AUTH); sender says which end c is.
 func (c *conn) bind(psk []byte, helloS, helloR []byte, sender bool) {
 	session := authMAC(psk, labelSession, helloS, helloR)
-	dirKey := func(dir string) []byte {
-		m := hmac.New(sha256.New, session[:])
-		m.Write([]byte(dir))
-		return m.Sum(nil)
-	}
-	s2r, r2s := dirKey("sender to receiver"), dirKey("receiver to sender")
+	s2r := hmacSHA256(session[:], []byte("sender to receiver"))
+	r2s := hmacSHA256(session[:], []byte("receiver to sender"))
 	if sender {
-		c.sendKey, c.recvKey = s2r, r2s
+		c.sendKey, c.recvKey = s2r[:], r2s[:]
 	} else {
-		c.sendKey, c.recvKey = r2s, s2r
+		c.sendKey, c.recvKey = r2s[:], s2r[:]
 	}
 	c.sendSeq, c.recvSeq = 0, 0
 }
 
 func sessionMAC(key []byte, seq uint64, msg []byte) [MACSize]byte {
-	m := hmac.New(sha256.New, key)
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], seq)
-	m.Write(n[:])
-	m.Write(msg)
-	var out [MACSize]byte
-	m.Sum(out[:0])
-	return out
+	return hmacSHA256(key, n[:], msg)
 }
 
 // sealMessage appends the session MAC of message number seq to msg.

@@ -25,18 +25,17 @@ func Escape(s string) string {
 	if clean {
 		return s
 	}
+	// Rune by rune, not strconv.QuoteToGraphic on the whole: that would
+	// also escape \ and ", changing printable text (and Escape would no
+	// longer be idempotent: a remote Error's text is escaped again where
+	// rdmacp prints err.Error()).
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b.WriteString(`\x`)
-			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16))
-			b.WriteString(strconv.FormatUint(uint64(s[i])&15, 16))
-		case unicode.IsGraphic(r):
+		if unicode.IsGraphic(r) && (r != utf8.RuneError || n > 1) {
 			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRuneToASCII(r)
+		} else {
+			q := strconv.QuoteToGraphic(s[i : i+n]) // \n, \x1b, \u202e, \xff
 			b.WriteString(q[1 : len(q)-1])
 		}
 		i += n

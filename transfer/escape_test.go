@@ -41,9 +41,14 @@ func TestEscapeText(t *testing.T) {
 		{"bad\xff\xfeutf8", `bad\xff\xfeutf8`},
 		{"tab\tdel\x7f", `tab\tdel\x7f`},
 		{"line\u2028sep", `line\u2028sep`},
+		{"back\\slash \"q\"\x00", `back\slash "q"\x00`},
 	} {
 		if got := Escape(c.in); got != c.want {
 			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
+		}
+		// Idempotent: rdmacp escapes err.Error(), whose text is escaped.
+		if got := Escape(c.want); got != c.want {
+			t.Errorf("Escape(%q) = %q, want it unchanged", c.want, got)
 		}
 	}
 	e := &Error{Code: CodeIO, Text: "x\n\rrdmacp: from a: 7 of 7 items verified\x1b[K", Remote: true}

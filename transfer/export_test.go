@@ -33,3 +33,11 @@ func RestoreRename() { renameNoReplace = sys.RenameNoReplace }
 // SetHashChunkHook makes f run after each chunk of a resumed prefix is
 // hashed (nil: nothing).
 func SetHashChunkHook(f func()) { hashChunkHook = f }
+
+// Handshakes is how many of r's connections are in their handshake (counted
+// against MaxHandshakes).
+func Handshakes(r *Receiver) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nhand
+}

@@ -157,15 +157,20 @@ func TestHandshakeCap(t *testing.T) {
 	ln := transfertest.NewListener()
 	defer ln.Close()
 	go r.Serve(ctx, ln, nil)
-	// One sender mid-session (handshake done), then silent peers.
+	// One sender mid-session (handshake done), then silent peers, each
+	// counted before the next connects (Serve starts each ServeConn in a
+	// goroutine of its own: which of two connects counts first is not
+	// settled by the order of the Dials).
 	a, _ := ln.Dial(ctx, transfertest.Config{})
 	defer a.Close()
 	(&rawPeer{t: t, tr: a, ctx: ctx}).hello()
+	waitHandshakes(t, r, 0)
 	var silent []*transfertest.Transport
-	for range 2 {
+	for i := range 2 {
 		s, _ := ln.Dial(ctx, transfertest.Config{})
 		defer s.Close()
 		silent = append(silent, s)
+		waitHandshakes(t, r, i+1)
 	}
 	// The cap is full: the next one is refused at once, busy.
 	c, _ := ln.Dial(ctx, transfertest.Config{})
@@ -194,6 +199,18 @@ func TestHandshakeCap(t *testing.T) {
 		t.Fatalf("honest sender: %v", err)
 	}
 	allVerified(t, rep, 1)
+}
+
+// waitHandshakes waits (at most 10 s) until r counts n connections in
+// their handshake.
+func waitHandshakes(t *testing.T, r *transfer.Receiver, n int) {
+	t.Helper()
+	for i := 0; transfer.Handshakes(r) != n; i++ {
+		if i == 1000 {
+			t.Fatalf("the receiver counts %d connections in their handshake, want %d", transfer.Handshakes(r), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // A connection's report stays bounded whatever the peer sends: the counts

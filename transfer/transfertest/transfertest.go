@@ -176,17 +176,31 @@ func (t *Transport) WriteRaw(dst transfer.RemoteRegion, off uint64, data []byte)
 	if err := t.err(); err != nil {
 		return err
 	}
+	dbuf, err := t.remote("raw write", dst, off, len(data))
+	if err != nil {
+		return err
+	}
+	copy(dbuf, data)
+	return nil
+}
+
+// remote is the n bytes at dst+off of the peer's exposed memory. Outside
+// an open remote-writable region it breaks the connection, as RDMA does,
+// and fails with transfer.ErrRemoteAccess (op says what was refused).
+func (t *Transport) remote(op string, dst transfer.RemoteRegion, off uint64, n int) ([]byte, error) {
 	p := t.peer
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	r := p.regions[dst.RKey]
-	n := uint64(len(data))
-	if r == nil || !r.remote || dst.Addr != r.addr || off > uint64(len(r.buf)) || n > uint64(len(r.buf))-off {
-		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", transfer.ErrPeerGone))
-		return fmt.Errorf("%w: raw write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", transfer.ErrRemoteAccess, n, dst.Addr, off, dst.RKey)
+	var b []byte
+	if r != nil && r.remote && dst.Addr == r.addr && off <= uint64(len(r.buf)) && uint64(n) <= uint64(len(r.buf))-off {
+		b = r.buf[off : off+uint64(n)]
 	}
-	copy(r.buf[off:], data)
-	return nil
+	p.mu.Unlock()
+	if b == nil {
+		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", transfer.ErrPeerGone))
+		return nil, fmt.Errorf("%w: %s of %d bytes at %#x+%d with rkey %#x: no such exposed memory", transfer.ErrRemoteAccess, op, n, dst.Addr, off, dst.RKey)
+	}
+	return b, nil
 }
 
 // Send implements transfer.Transport.
@@ -278,17 +292,8 @@ func (t *Transport) WriteImm(ctx context.Context, src transfer.Region, srcOff, n
 	if sbuf == nil || srcOff < 0 || n < 0 || srcOff+n > len(sbuf) {
 		return fmt.Errorf("write: source [%d,+%d) outside the local region (or it is closed)", srcOff, n)
 	}
-	p := t.peer
-	p.mu.Lock()
-	r := p.regions[dst.RKey]
-	var dbuf []byte
-	if r != nil && r.remote && dst.Addr == r.addr && dstOff <= uint64(len(r.buf)) && uint64(n) <= uint64(len(r.buf))-dstOff {
-		dbuf = r.buf[dstOff : dstOff+uint64(n)]
-	}
-	p.mu.Unlock()
-	if dbuf == nil {
-		err := fmt.Errorf("%w: write of %d bytes at %#x+%d with rkey %#x: no such exposed memory", transfer.ErrRemoteAccess, n, dst.Addr, dstOff, dst.RKey)
-		t.link.fail(fmt.Errorf("%w: the connection broke on a remote access error", transfer.ErrPeerGone))
+	dbuf, err := t.remote("write", dst, dstOff, n)
+	if err != nil {
 		return err
 	}
 	i := t.nwrite
