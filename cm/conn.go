@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -282,7 +283,7 @@ func (c *Conn) setupVerbs() error {
 		return err
 	}
 	c.dev = dev
-	o.logf("verbs: device %s (index %d, node GUID %s) port %d; local %v, remote %v", dev.name, info.DevIndex, guidString(info.NodeGUID), info.Port, c.local, c.remote)
+	o.logf("verbs: device %s (index %d, node GUID %s) port %d; local %v, remote %v", dev.name, info.DevIndex, sysfs.GUID(info.NodeGUID), info.Port, c.local, c.remote)
 	ctx := dev.ctx
 	if o.PD != nil {
 		c.pd = o.PD

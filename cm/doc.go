@@ -43,7 +43,7 @@
 // ErrNoListener and ErrRejected (REJECTED, with the reject reason and the
 // peer's private data), ErrUnreachable, ErrAddrResolution,
 // ErrRouteResolution, ErrConnect, ErrDisconnected, ErrDeviceRemoved, and
-// the errno of a negative status (unix.ETIMEDOUT, ...).
+// the errno of a negative status (syscall.ETIMEDOUT, ...).
 //
 // # IDs and the event channel
 //
@@ -65,7 +65,7 @@
 // and the context), Query/QueryGID/QueryPath/QueryRoute, Listen,
 // GetRequest, Connect, Establish, Accept, Reject (with a reason and private
 // data), Disconnect, InitQPAttr, SetOption (TOS, REUSEADDR, AFONLY, ACK
-// timeout), Notify, WaitEvent and Close. Private data is checked against
+// timeout), Notify, JoinMulticast, WaitEvent and Close. Private data is checked against
 // what the CM message carries (56 bytes in an RC connect, 196 in an accept,
 // 148 in a reject, 180 and 136 for UD): ErrPrivateDataTooLong.
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -223,7 +224,7 @@ func (k *kvClient) put(ctx context.Context, slot int, value string) error {
 // TestLabKVTable runs the new user's key-value table end to end.
 func TestLabKVTable(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 90*time.Second)
+	ctx := labtest.Context(t, 90*time.Second)
 	port := labPort(23)
 	serve := func() error {
 		l, err := Listen(ctx, e.Addr+":"+port, &Options{Logf: testLogf(t), ReuseAddr: true})
@@ -276,5 +277,5 @@ func TestLabKVTable(t *testing.T) {
 		}
 		return k.c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }

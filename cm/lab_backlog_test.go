@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // TestLabListenBacklogBounded: many connection requests against a listener
@@ -25,7 +26,7 @@ import (
 // rest.
 func TestLabListenBacklogBounded(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 240*time.Second)
+	ctx := labtest.Context(t, 240*time.Second)
 	const backlog, n = 4, 32
 	port, _ := strconv.Atoi(labPort(24))
 	overflowed := make(chan struct{}) // one node: the client saw every overflow reject
@@ -48,7 +49,7 @@ func TestLabListenBacklogBounded(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		if !e.twoNodes {
+		if !e.TwoNodes {
 			select {
 			case <-overflowed:
 			case <-ctx.Done():
@@ -59,7 +60,7 @@ func TestLabListenBacklogBounded(t *testing.T) {
 			return fmt.Errorf("the listener queues %d requests, want its backlog of %d", q, backlog)
 		}
 		clientIDs := uint64(0)
-		if !e.twoNodes {
+		if !e.TwoNodes {
 			clientIDs = n // the client's ids live in the same kernel
 		}
 		if got, want := resources(t)["cm_id"], base+1+backlog+clientIDs; got > want {
@@ -149,7 +150,7 @@ func TestLabListenBacklogBounded(t *testing.T) {
 			}
 			if bytes.HasPrefix(a.ev.Param.PrivateData, BacklogFullData) {
 				full++
-				if full == n-backlog && !e.twoNodes {
+				if full == n-backlog && !e.TwoNodes {
 					close(overflowed)
 				}
 			} else {
@@ -162,5 +163,5 @@ func TestLabListenBacklogBounded(t *testing.T) {
 		t.Logf("client: %d rejected at once (backlog full), %d at the listener's close", full, closing)
 		return nil
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -30,7 +31,7 @@ import (
 // with REJECTED, the consumer-defined reason and the server's data.
 func TestLabRejectWithPrivateData(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	port := labPort(2)
 	ask := []byte("may I connect? (node " + e.Node + ")")
 	refusal := []byte("not today: the server is full")
@@ -69,30 +70,7 @@ func TestLabRejectWithPrivateData(t *testing.T) {
 		t.Logf("client: %v", err)
 		return nil
 	}
-	runRoles(t, e, serve, client)
-}
-
-// runRoles runs serve and client: both here with one node, by node with two.
-func runRoles(t *testing.T, e labEnv, serve, client func() error) {
-	t.Helper()
-	if e.twoNodes {
-		f := client
-		if e.server {
-			f = serve
-		}
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	errs := make(chan error, 1)
-	go func() { errs <- serve() }()
-	if err := client(); err != nil {
-		t.Error(err)
-	}
-	if err := <-errs; err != nil {
-		t.Error(err)
-	}
+	labtest.RunRoles(t, e.Env, serve, client)
 }
 
 // TestLabDeadPortAndNoHost: connecting where nobody listens fails fast with
@@ -100,7 +78,7 @@ func runRoles(t *testing.T, e labEnv, serve, client func() error) {
 // host answers fails address resolution (ErrAddrResolution).
 func TestLabDeadPortAndNoHost(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	base := resources(t)
 	c, err := Dial(ctx, e.Peer+":"+labPort(3), &Options{Logf: testLogf(t)})
 	if err == nil {
@@ -131,7 +109,7 @@ func TestLabDeadPortAndNoHost(t *testing.T) {
 func TestLabManyConnections(t *testing.T) {
 	e := requireLab(t)
 	const conns, rounds = 64, 3
-	ctx := labCtx(t, 5*time.Minute)
+	ctx := labtest.Context(t, 5*time.Minute)
 	base := resources(t)
 	goroutines := runtime.NumGoroutine()
 	port := labPort(4)
@@ -176,7 +154,7 @@ func TestLabManyConnections(t *testing.T) {
 		}
 		return errors.Join(all...)
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 	if t.Failed() {
 		return
 	}
@@ -198,7 +176,7 @@ func TestLabManyConnections(t *testing.T) {
 // DREQ — and the server's Close still succeeds.
 func TestLabPeerKilled(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 90*time.Second)
+	ctx := labtest.Context(t, 90*time.Second)
 	port := labPort(5)
 	serve := func() error {
 		l, err := Listen(ctx, e.Addr+":"+port, &Options{Logf: testLogf(t)})
@@ -269,7 +247,7 @@ func TestLabPeerKilled(t *testing.T) {
 		t.Log("client: helper process killed while connected")
 		return nil
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }
 
 // TestLabHelperDialAndHang is the child process of TestLabPeerKilled: it
@@ -279,7 +257,7 @@ func TestLabHelperDialAndHang(t *testing.T) {
 	if addr == "" {
 		t.Skip("helper process of TestLabPeerKilled")
 	}
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	c, err := dialRetry(ctx, addr, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +270,7 @@ func TestLabHelperDialAndHang(t *testing.T) {
 // TestLabAcceptPrivateData: the private data of an accept reaches Dial.
 func TestLabAcceptPrivateData(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	port := labPort(6)
 	welcome := bytes.Repeat([]byte("welcome!"), MaxPrivateData("accept", PortSpaceTCP)/8) // the full 192 of 196 bytes
 	serve := func() error {
@@ -336,7 +314,7 @@ func TestLabAcceptPrivateData(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }
 
 // TestLabUD: SIDR resolution with DialUD/ListenUD, then a datagram each
@@ -344,7 +322,7 @@ func TestLabAcceptPrivateData(t *testing.T) {
 // server answers to the sender's QPN with an AH made from its id.
 func TestLabUD(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	port := labPort(7)
 	const grh = 40
 	serve := func() error {
@@ -432,7 +410,7 @@ func TestLabUD(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }
 
 // TestLabContextCancelDuringConnect: cancelling Dial while it waits leaves
@@ -459,7 +437,7 @@ func TestLabContextCancelDuringConnect(t *testing.T) {
 // and a result over the limit fails the accept and rejects the peer.
 func TestLabPrivateDataFunc(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 90*time.Second)
+	ctx := labtest.Context(t, 90*time.Second)
 	port := labPort(21)
 	secret := []byte("registered after the PD existed")
 	serve := func() error {
@@ -545,5 +523,5 @@ func TestLabPrivateDataFunc(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -18,7 +19,7 @@ import (
 // group with the event's AH and Q_Key, and leaves.
 func TestLabJoinMulticast(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	ch, err := OpenChannel()
 	if err != nil {
 		t.Fatal(err)

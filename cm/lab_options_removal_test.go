@@ -21,7 +21,7 @@ import (
 // lo for the listener and do for the dialer; it returns both ends.
 func localPair(t *testing.T, e labEnv, port int, lo, do *Options) (server, client *Conn) {
 	t.Helper()
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	addr := netip.AddrPortFrom(e.addr, uint16(port)).String()
 	l, err := Listen(ctx, addr, lo)
 	if err != nil {
@@ -146,7 +146,7 @@ func TestLabCallerObjects(t *testing.T) {
 	if err := errors.Join(qp.Close(), cq.Close(), ch.Close(), pd.Close()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(labCtx(t, 10*time.Second), e.Addr+":1", &Options{SendCQ: cq, RecvCQ: cq}); err == nil || errors.Is(err, ErrNoListener) {
+	if _, err := Dial(labtest.Context(t, 10*time.Second), e.Addr+":1", &Options{SendCQ: cq, RecvCQ: cq}); err == nil || errors.Is(err, ErrNoListener) {
 		t.Fatalf("CQs without their PD: %v", err)
 	}
 }
@@ -174,7 +174,7 @@ func TestLabZZDeviceRemoval(t *testing.T) {
 	if netdev == "" {
 		labtest.Missing(t, "RDMALAB_NETDEV unset: cannot re-create the device afterwards")
 	}
-	ctx := labCtx(t, 3*time.Minute)
+	ctx := labtest.Context(t, 3*time.Minute)
 	port := labPortBase + 12
 	// The removal waits for every user of the device: if an earlier test
 	// leaked one, removing it would hang the node, so check first.

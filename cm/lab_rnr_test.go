@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -18,7 +19,7 @@ import (
 // IBV_WC_RNR_RETRY_EXC_ERR instead of retrying forever.
 func TestLabRNRRetry(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 90*time.Second)
+	ctx := labtest.Context(t, 90*time.Second)
 	port := labPort(22)
 	serve := func() error {
 		l, err := Listen(ctx, e.Addr+":"+port, &Options{Logf: testLogf(t), ReuseAddr: true, RNRRetryCount: 5})
@@ -72,5 +73,5 @@ func TestLabRNRRetry(t *testing.T) {
 		t.Logf("client: %v", wcs[0].Err())
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }

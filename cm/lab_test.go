@@ -22,23 +22,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// labEnv is the lab's view for a test: this node, its peer, and whether the
-// test plays the listening side. With one node both sides run in the
-// process (rxe loops back to its own address).
+// labEnv is the lab's view for a test (labtest.Env: this node, its peer,
+// whether two nodes run) with the addresses parsed.
 type labEnv struct {
 	labtest.Env
-	twoNodes bool
-	server   bool // node 0 with two nodes
-	addr     netip.Addr
-	peer     netip.Addr
+	addr netip.Addr
+	peer netip.Addr
 }
 
 func requireLab(t *testing.T) labEnv {
 	t.Helper()
-	e := labtest.Require(t)
-	le := labEnv{Env: e}
-	le.twoNodes = os.Getenv("RDMALAB_NODES") == "2"
-	le.server = e.Node == "0"
+	le := labEnv{Env: labtest.Require(t)}
+	e := le.Env
 	var err error
 	if le.addr, err = netip.ParseAddr(e.Addr); err != nil {
 		t.Fatalf("RDMALAB_ADDR %q: %v", e.Addr, err)
@@ -47,12 +42,6 @@ func requireLab(t *testing.T) labEnv {
 		t.Fatalf("RDMALAB_PEER %q: %v", e.Peer, err)
 	}
 	return le
-}
-
-func labCtx(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // testLogf logs CM/verbs narration when -v is given.
@@ -66,18 +55,10 @@ func testLogf(t *testing.T) func(string, ...any) {
 // dialRetry dials, retrying while nobody listens yet (the other node may
 // still be starting).
 func dialRetry(ctx context.Context, addr string, o *Options) (*Conn, error) {
-	for {
-		c, err := Dial(ctx, addr, o)
-		if err == nil || !errors.Is(err, ErrNoListener) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return labtest.Retry(ctx, noListener, func() (*Conn, error) { return Dial(ctx, addr, o) })
 }
+
+func noListener(err error) bool { return errors.Is(err, ErrNoListener) }
 
 // msgBuf is a registered buffer for one message.
 type msgBuf struct {
@@ -204,11 +185,11 @@ const labPortBase = 19000
 
 func TestLabConnectSendClose(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	port := labPortBase + 1
 	addr := netip.AddrPortFrom(e.peer, uint16(port)).String()
 	o := &Options{Logf: testLogf(t)}
-	if !e.twoNodes || e.server {
+	if !e.TwoNodes || e.Server() {
 		l, err := Listen(ctx, netip.AddrPortFrom(e.addr, uint16(port)).String(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +199,7 @@ func TestLabConnectSendClose(t *testing.T) {
 			t.Fatalf("listener on %v", l.Addr())
 		}
 		errs := echoServer(ctx, t, l, 1)
-		if !e.twoNodes {
+		if !e.TwoNodes {
 			if err := echoClient(ctx, t, addr, "hello, rdma", o); err != nil {
 				t.Fatal(err)
 			}

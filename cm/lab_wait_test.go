@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -20,7 +21,7 @@ import (
 // the connection, such a wait slept until its deadline.
 func TestLabWaitEndsOnDisconnect(t *testing.T) {
 	e := requireLab(t)
-	ctx := labCtx(t, 120*time.Second)
+	ctx := labtest.Context(t, 120*time.Second)
 	port := labPort(20)
 	const waitDeadline = 100 * time.Second
 	connected := make(chan struct{})
@@ -60,11 +61,11 @@ func TestLabWaitEndsOnDisconnect(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !e.twoNodes {
+		if !e.TwoNodes {
 			<-connected
 		}
 		time.Sleep(500 * time.Millisecond) // let the server start waiting
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	labtest.RunRoles(t, e.Env, serve, client)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
-	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -128,9 +127,6 @@ func (d *device) port(n uint8) (uverbs.PortAttr, error) {
 	d.ports[n] = p
 	return p, nil
 }
-
-// guidString formats a node GUID as sysfs prints it.
-func guidString(g uint64) string { return sysfs.GUID(g).String() }
 
 func deviceName(info AddrInfo) (string, error) {
 	if nl, err := rdmanl.Dial(); err == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -60,7 +61,7 @@ func TestQPAttrFromABI(t *testing.T) {
 }
 
 func TestGUIDString(t *testing.T) {
-	if s := guidString(0xcc0888fffe0fd23b); s != "cc08:88ff:fe0f:d23b" {
+	if s := sysfs.GUID(0xcc0888fffe0fd23b).String(); s != "cc08:88ff:fe0f:d23b" {
 		t.Fatal(s)
 	}
 	if v := beToHost64(0x3bd20ffeff8808cc); v != 0xcc0888fffe0fd23b {

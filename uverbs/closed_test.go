@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"
 )
@@ -86,7 +87,7 @@ type closedCall struct {
 }
 
 func (o *fakeObjects) closedCalls(t *testing.T, c *Context, udOpen bool) []closedCall {
-	ctx := tctx(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	sge := []SGE{{Addr: 0x1000, Length: 8, LKey: 1}}
 	openCQ := fakeCQ(4)
 	openCQ.ctx = c

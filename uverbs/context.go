@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
@@ -458,6 +459,15 @@ type eventFile struct {
 	rc     syscall.RawConn
 	mu     sync.Mutex // one reader at a time: reads share the file's deadline
 	closed atomic.Bool
+
+	// Made once by newEventFile so that a read allocates nothing of its
+	// own: tryRead reads into buf and leaves n and rerr (all under mu),
+	// wake sets a past deadline to end a parked read.
+	buf     []byte
+	n       int
+	rerr    error
+	tryRead func(fd uintptr) bool
+	wake    func()
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
@@ -471,7 +481,13 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &eventFile{f: f, rc: rc}, nil
+	e := &eventFile{f: f, rc: rc}
+	e.tryRead = func(fd uintptr) bool {
+		e.n, e.rerr = sys.Read(int(fd), e.buf)
+		return e.rerr != syscall.EAGAIN
+	}
+	e.wake = func() { e.f.SetReadDeadline(time.Unix(1, 0)) }
+	return e, nil
 }
 
 // Close closes the fd; a read blocked on it, or started later, fails with

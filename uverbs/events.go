@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
-	"github.com/rdmago/rdmago/internal/sys"
 )
 
 // read reads one event record into buf, parking the goroutine on the Go
@@ -35,6 +34,8 @@ func (e *eventFile) read(ctx, end context.Context, buf []byte) error {
 }
 
 func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
+	e.buf = buf
+	defer func() { e.buf = nil }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -45,34 +46,40 @@ func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
 		if err := e.f.SetReadDeadline(time.Time{}); err != nil {
 			return err
 		}
-		wake := func() { e.f.SetReadDeadline(time.Unix(1, 0)) }
-		stop := context.AfterFunc(ctx, wake)
-		stopEnd := func() bool { return false }
-		if end != nil {
-			stopEnd = context.AfterFunc(end, wake)
+		stop := e.wakeWhenDone(ctx)
+		stopEnd := e.wakeWhenDone(end)
+		err := e.rc.Read(e.tryRead)
+		if stop != nil {
+			stop()
 		}
-		var n int
-		var rerr error
-		err := e.rc.Read(func(fd uintptr) bool {
-			n, rerr = sys.Read(int(fd), buf)
-			return rerr != syscall.EAGAIN
-		})
-		stop()
-		stopEnd()
+		if stopEnd != nil {
+			stopEnd()
+		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue // ctx or end is done (checked above) or a stale deadline fired
 			}
 			return err
 		}
-		if rerr != nil {
-			return rerr
+		if e.rerr != nil {
+			return e.rerr
 		}
-		if n != len(buf) {
-			return fmt.Errorf("event record of %d bytes, want %d: %w", n, len(buf), syscall.EIO)
+		if e.n != len(buf) {
+			return fmt.Errorf("event record of %d bytes, want %d: %w", e.n, len(buf), syscall.EIO)
 		}
 		return nil
 	}
+}
+
+// wakeWhenDone arranges for a parked read to wake once ctx is done and
+// returns the function that cancels that, or nil when ctx is nil or can
+// never be done (context.Background): such a wait registers nothing, and
+// allocates nothing.
+func (e *eventFile) wakeWhenDone(ctx context.Context) func() bool {
+	if ctx == nil || ctx.Done() == nil {
+		return nil
+	}
+	return context.AfterFunc(ctx, e.wake)
 }
 
 // CompChannel is a completion channel (struct ibv_comp_channel): a file

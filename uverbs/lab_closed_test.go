@@ -9,6 +9,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // sameHandle fails the test when the kernel did not give the new object the
@@ -47,7 +49,7 @@ func qpCalls(t *testing.T, qp *QP, peer Dest, sgid uint8, sge SGE) []closedCall 
 		{"QP.Connect", func() error { return qp.Connect(peer, 7, &opts) }},
 		{"QP.ModifyToErr", qp.ModifyToErr},
 		{"QP.ModifyToReset", qp.ModifyToReset},
-		{"QP.Drain", func() error { _, err := qp.Drain(tctx(t, 5*time.Second)); return err }},
+		{"QP.Drain", func() error { _, err := qp.Drain(labtest.Context(t, 5*time.Second)); return err }},
 		{"QP.PostSend", func() error { return qp.PostSend(SendWR{Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{sge}}) }},
 		{"QP.PostRecv", func() error { return qp.PostRecv(RecvWR{SGL: []SGE{sge}}) }},
 	}
@@ -161,7 +163,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 		wantClosed(t, []closedCall{
 			{"CQ.Arm", func() error { return cq1.Arm(false) }},
 			{"CQ.Resize", func() error { return cq1.Resize(1000) }},
-			{"CQ.PollN", func() error { _, err := cq1.PollN(tctx(t, 5*time.Second), make([]WC, 1), 1); return err }},
+			{"CQ.PollN", func() error { _, err := cq1.PollN(labtest.Context(t, 5*time.Second), make([]WC, 1), 1); return err }},
 			{"CreateQP on the closed CQ", func() error {
 				_, err := pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq1, RecvCQ: cq1, Cap: rcCap})
 				return err
@@ -179,7 +181,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 		}
 		// Had cq1.Arm reached the kernel, it would have armed cqB.
 		send(1)
-		if cq, err := ch.Wait(tctx(t, 300*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+		if cq, err := ch.Wait(labtest.Context(t, 300*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("completion event on the CQ that reused the handle: %v, %v", cq, err)
 		}
 		if cqB.CQE() != size {
@@ -190,7 +192,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		send(2)
-		if cq, err := ch.Wait(tctx(t, 20*time.Second)); err != nil || cq != cqB {
+		if cq, err := ch.Wait(labtest.Context(t, 20*time.Second)); err != nil || cq != cqB {
 			t.Errorf("armed CQ: event %v, %v", cq, err)
 		}
 		if n := cq1.Poll(make([]WC, 4)); n != 0 {
@@ -352,7 +354,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 		t.Logf("channel fd %d closed, the new channel has fd %d", fd, ch3.fd)
 		wantClosed(t, []closedCall{
 			{"CreateCQ with the closed channel", func() error { _, err := c.CreateCQ(8, &CQOptions{Channel: ch1}); return err }},
-			{"CompChannel.Wait", func() error { _, err := ch1.Wait(tctx(t, 5*time.Second)); return err }},
+			{"CompChannel.Wait", func() error { _, err := ch1.Wait(labtest.Context(t, 5*time.Second)); return err }},
 		})
 		if err := ch3.Close(); err != nil { // EBUSY-free: no CQ got attached to it
 			t.Error(err)
@@ -428,7 +430,7 @@ func TestLabContextCloseHandleReuse(t *testing.T) {
 	calls = append(calls, []closedCall{
 		{"CQ.Arm", func() error { return old.cq.Arm(false) }},
 		{"CQ.Resize", func() error { return old.cq.Resize(64) }},
-		{"CQ.PollN", func() error { _, err := old.cq.PollN(tctx(t, 5*time.Second), make([]WC, 1), 1); return err }},
+		{"CQ.PollN", func() error { _, err := old.cq.PollN(labtest.Context(t, 5*time.Second), make([]WC, 1), 1); return err }},
 		{"SRQ.Query", func() error { _, _, _, err := old.srq.Query(); return err }},
 		{"SRQ.SetLimit", func() error { return old.srq.SetLimit(2) }},
 		{"SRQ.Resize", func() error { return old.srq.Resize(16) }},
@@ -440,7 +442,7 @@ func TestLabContextCloseHandleReuse(t *testing.T) {
 		}},
 		{"PD.CreateSRQ", func() error { _, err := old.pd.CreateSRQ(4, 1, 0); return err }},
 		{"PD.CreateAH", func() error { _, err := old.pd.CreateAH(old.ah.Attr()); return err }},
-		{"CompChannel.Wait", func() error { _, err := old.ch.Wait(tctx(t, 5*time.Second)); return err }},
+		{"CompChannel.Wait", func() error { _, err := old.ch.Wait(labtest.Context(t, 5*time.Second)); return err }},
 		{"Context.AllocPD", func() error { _, err := c.AllocPD(); return err }},
 		{"Context.CreateCQ", func() error { _, err := c.CreateCQ(4, nil); return err }},
 		{"Context.CreateCompChannel", func() error { _, err := c.CreateCompChannel(); return err }},
@@ -449,7 +451,7 @@ func TestLabContextCloseHandleReuse(t *testing.T) {
 		{"Context.QueryPort", func() error { _, err := c.QueryPort(1); return err }},
 		{"Context.GIDTable", func() error { _, err := c.GIDTable(1); return err }},
 		{"Context.GIDForIP", func() error { _, err := c.GIDForIP(1, e.addr); return err }},
-		{"Context.WaitAsyncEvent", func() error { _, err := c.WaitAsyncEvent(tctx(t, 5*time.Second)); return err }},
+		{"Context.WaitAsyncEvent", func() error { _, err := c.WaitAsyncEvent(labtest.Context(t, 5*time.Second)); return err }},
 	}...)
 	wantClosed(t, calls)
 	after, err := cur.qp.Query()

@@ -5,9 +5,7 @@
 package uverbs
 
 import (
-	"context"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -17,17 +15,13 @@ import (
 // labEnv is the lab environment plus the address every QP is reached at.
 type labEnv struct {
 	labtest.Env
-	addr  netip.Addr
-	nodes int
+	addr netip.Addr
 }
 
 func requireLab(t testing.TB) labEnv {
 	t.Helper()
 	e := labtest.Require(t)
-	le := labEnv{Env: e, nodes: 1}
-	if os.Getenv("RDMALAB_NODES") == "2" {
-		le.nodes = 2
-	}
+	le := labEnv{Env: e}
 	if e.Addr != "" {
 		a, err := netip.ParseAddr(e.Addr)
 		if err != nil {
@@ -50,12 +44,6 @@ func openLab(t testing.TB, e labEnv) *Context {
 		}
 	})
 	return c
-}
-
-func tctx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // endpoint is a QP with its own CQ and a registered buffer.
@@ -173,7 +161,7 @@ func (ep *endpoint) wait(t testing.TB, n int) []WC {
 func (ep *endpoint) waitAny(t testing.TB, n int) []WC {
 	t.Helper()
 	wcs := make([]WC, n)
-	got, err := ep.cq.PollN(tctx(t, 20*time.Second), wcs, n)
+	got, err := ep.cq.PollN(labtest.Context(t, 20*time.Second), wcs, n)
 	if err != nil {
 		t.Fatalf("%v (have %+v)", err, wcs[:got])
 	}

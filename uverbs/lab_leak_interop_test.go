@@ -187,7 +187,7 @@ func TestLabSyscalls(t *testing.T) {
 		wrs[i] = SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Flags: SendSignaled, SGL: []SGE{a.mr.SGE(i*64, 64)}, RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}
 	}
 	wcs := make([]WC, per)
-	ctx := tctx(t, 60*time.Second)
+	ctx := labtest.Context(t, 60*time.Second)
 	runtime.GC()
 	db0 := a.qp.Doorbells()
 	// Only the PostSend calls are inside the measured windows: waiting for
@@ -256,7 +256,7 @@ func pingpong(t *testing.T, ep *endpoint, client bool, iters, size, rxDepth int)
 		}
 		pending |= sendID
 	}
-	ctx := tctx(t, 120*time.Second)
+	ctx := labtest.Context(t, 120*time.Second)
 	wcs := make([]WC, 2)
 	rcnt, scnt := 0, 0
 	for rcnt < iters || scnt < iters {
@@ -311,7 +311,7 @@ func hostTool(ctx context.Context, name string, args ...string) *exec.Cmd {
 
 func TestLabPingpongInterop(t *testing.T) {
 	e := requireLab(t)
-	if e.nodes != 1 {
+	if e.TwoNodes {
 		t.Skip("runs with one node (the two-node run has TestLabTwoNodes)")
 	}
 	if _, err := os.Stat("/host/usr/bin/ibv_rc_pingpong"); err != nil {
@@ -324,7 +324,7 @@ func TestLabPingpongInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	cap := QPCap{MaxSendWR: 1, MaxRecvWR: rxDepth, MaxSendSGE: 1, MaxRecvSGE: 1}
-	ctx := tctx(t, 180*time.Second)
+	ctx := labtest.Context(t, 180*time.Second)
 
 	for _, goRole := range []string{"client", "server"} {
 		t.Run("go "+goRole, func(t *testing.T) {
@@ -395,7 +395,7 @@ func TestLabPingpongInterop(t *testing.T) {
 // format, the client's buffer address and rkey in a SEND.
 func TestLabTwoNodes(t *testing.T) {
 	e := requireLab(t)
-	if e.nodes != 2 {
+	if !e.TwoNodes {
 		t.Skip("needs two lab nodes (rdmalab test --nodes 2)")
 	}
 	c := openLab(t, e)
@@ -404,7 +404,7 @@ func TestLabTwoNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := newEndpoint(t, c, pd, e, epOpts{})
-	ctx := tctx(t, 120*time.Second)
+	ctx := labtest.Context(t, 120*time.Second)
 	local := ep.dest(uint32(7 + len(e.Node)*1000))
 	const port = 18600
 	ne := binary.NativeEndian
@@ -498,7 +498,7 @@ func TestLabTwoNodes(t *testing.T) {
 // then a C server on node 1 with a Go client on node 0.
 func TestLabPingpongTwoNodes(t *testing.T) {
 	e := requireLab(t)
-	if e.nodes != 2 {
+	if !e.TwoNodes {
 		t.Skip("needs two lab nodes (rdmalab test --nodes 2)")
 	}
 	if _, err := os.Stat("/host/usr/bin/ibv_rc_pingpong"); err != nil {
@@ -506,7 +506,7 @@ func TestLabPingpongTwoNodes(t *testing.T) {
 	}
 	const iters, size, rxDepth = 100, 4096, 100
 	const port1, port2 = 18531, 18532
-	ctx := tctx(t, 180*time.Second)
+	ctx := labtest.Context(t, 180*time.Second)
 	runC := func(args ...string) {
 		t.Helper()
 		g, err := func() (GIDEntry, error) {

@@ -81,8 +81,9 @@ func write(t *testing.T, a *endpoint, addr uint64, rkey uint32, n int) WC {
 	return a.waitAny(t, 1)[0]
 }
 
-// TestLabMWType2: a type 2 window bound through the send queue opens
-// exactly its range; SEND_WITH_INV and LOCAL_INV revoke it and the
+// TestLabMWType2: a type 2 window bound through the send queue opens its
+// range (rxe bounds it by its MR only, so only an access past the MR's end
+// is checked to fail); SEND_WITH_INV and LOCAL_INV revoke it and the
 // receiver learns the invalidated rkey.
 func TestLabMWType2(t *testing.T) {
 	l := newMWLab(t)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 func TestLabUD(t *testing.T) {
@@ -152,7 +153,7 @@ func TestLabSRQ(t *testing.T) {
 		}
 	}
 	// 4 of 8 receives left, below the limit of 5: the SRQ limit event fired.
-	ev, err := c.WaitAsyncEvent(tctx(t, 10*time.Second))
+	ev, err := c.WaitAsyncEvent(labtest.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestLabErrorCompletions(t *testing.T) {
 
 	// Whatever async events the errors raised, they decode to known QPs.
 	for {
-		ev, err := c.WaitAsyncEvent(tctx(t, 300*time.Millisecond))
+		ev, err := c.WaitAsyncEvent(labtest.Context(t, 300*time.Millisecond))
 		if errors.Is(err, context.DeadlineExceeded) {
 			break
 		}
@@ -284,7 +285,7 @@ func TestLabCompChannel(t *testing.T) {
 	// Not armed: the completion arrives but no event.
 	send(1)
 	b.wait(t, 1)
-	if cq, err := ch.Wait(tctx(t, 300*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+	if cq, err := ch.Wait(labtest.Context(t, 300*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait without arming: %v, %v", cq, err)
 	}
 	// Armed: a goroutine blocked in Wait wakes up with b's CQ.
@@ -293,7 +294,7 @@ func TestLabCompChannel(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		cq, err := ch.Wait(tctx(t, 20*time.Second))
+		cq, err := ch.Wait(labtest.Context(t, 20*time.Second))
 		if err == nil && cq != b.cq {
 			err = errors.New("event for the wrong CQ")
 		}
@@ -310,7 +311,7 @@ func TestLabCompChannel(t *testing.T) {
 	// One-shot: no second event without re-arming.
 	send(3)
 	b.wait(t, 1)
-	if _, err := ch.Wait(tctx(t, 200*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := ch.Wait(labtest.Context(t, 200*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("second event without re-arming: %v", err)
 	}
 	// A blocked Wait is cancellable.
@@ -410,7 +411,7 @@ func TestLabDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.wait(t, 1)
-	wcs, err := b.qp.Drain(tctx(t, 20*time.Second))
+	wcs, err := b.qp.Drain(labtest.Context(t, 20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

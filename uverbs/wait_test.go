@@ -110,6 +110,49 @@ func TestWaitArmsAndSleeps(t *testing.T) {
 	}
 }
 
+// A Wait that sleeps (arms the CQ, parks on the channel, is woken by the
+// event) allocates nothing of its own when ctx cannot be cancelled; a
+// cancellable ctx (or end) costs only what context.AfterFunc allocates.
+// A goroutine plays the kernel: each REQ_NOTIFY_CQ it reads is answered
+// with a completion and an event.
+func TestWaitSleepsNoAlloc(t *testing.T) {
+	cq, cmds, event := fakeChannelCQ(t)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [64]byte
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if n, _ := unix.Read(cmds, b[:]); n <= 0 {
+				time.Sleep(20 * time.Microsecond)
+				continue
+			}
+			fakeProduce(cq, 1)
+			fakeEvent(t, event, cq)
+		}
+	}()
+	defer func() { close(quit); <-done }()
+	ctx := context.Background()
+	wcs := make([]WC, 4)
+	before := cq.compEvents
+	allocs := testing.AllocsPerRun(100, func() {
+		if n, err := cq.Wait(ctx, wcs); n != 1 || err != nil {
+			panic("Wait did not return the completion")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a sleeping Wait allocates %.1f times per call, want 0", allocs)
+	}
+	if cq.compEvents == before {
+		t.Error("no Wait slept on the channel: the test measured the poll only")
+	}
+}
+
 // The wait ends with ctx, and with end (carrying end's cause), on an empty
 // CQ; completions already there are returned even then.
 func TestWaitEnds(t *testing.T) {

@@ -24,7 +24,14 @@ type Env struct {
 	// Netdev is the network device under Dev, e.g. "v0" (RDMALAB_NETDEV);
 	// "" outside the lab.
 	Netdev string
+	// TwoNodes is set when the lab runs two guests (RDMALAB_NODES=2):
+	// node 0 then plays the server and node 1 the client. With one node
+	// both roles run in one process (rxe loops back to its own address).
+	TwoNodes bool
 }
+
+// Server reports whether this node plays the server with two nodes.
+func (e Env) Server() bool { return e.Node == "0" }
 
 // Require skips t on a host without RDMA, saying how to run it for real, and
 // fails t inside the lab when no uverbs device is present. It returns the lab
@@ -45,6 +52,8 @@ func Require(t testing.TB) Env {
 		Peer:   os.Getenv("RDMALAB_PEER"),
 		Dev:    os.Getenv("RDMALAB_DEV"),
 		Netdev: os.Getenv("RDMALAB_NETDEV"),
+
+		TwoNodes: os.Getenv("RDMALAB_NODES") == "2",
 	}
 	if e.Peer == "" {
 		e.Peer = e.Addr
