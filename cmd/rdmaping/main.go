@@ -250,11 +250,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// logf narrates on stderr under -v; nil without it (the packages' Logf
+// fields take nil as off).
 func (c *config) logf() func(string, ...any) {
 	if !c.verbose {
 		return nil
 	}
 	return func(f string, a ...any) { fmt.Fprintf(c.stderr, "rdmaping: "+f+"\n", a...) }
+}
+
+// narrate is logf, or a no-op without -v, for rdmaping's own steps.
+func (c *config) narrate() func(string, ...any) {
+	if f := c.logf(); f != nil {
+		return f
+	}
+	return func(string, ...any) {}
 }
 
 func (c *config) debugf() func(string, ...any) {

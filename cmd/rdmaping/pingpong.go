@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
@@ -20,10 +18,7 @@ var qpTypes = map[string]uverbs.QPType{"rc": uverbs.QPTypeRC, "uc": uverbs.QPTyp
 // (--qp-type) or ibv_srq_pingpong (--srq N): their TCP address exchange
 // (package oob) and their traffic (ping.Pingpong), in either role.
 func runPingpongTCP(ctx context.Context, c *config) error {
-	logf := c.logf()
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	logf := c.narrate()
 	typ := qpTypes[c.qpType]
 	t, err := c.tcpSetup(logf)
 	if err != nil {
@@ -82,13 +77,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 		qps[i].QP = qp
 	}
 	pp, err := ping.NewPingpong(ping.PingpongConfig{Type: typ, Server: c.server, Iters: c.count, Size: size, Out: c.stdout},
-		cq, qps, srq, func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
-			mr, err := pd.RegMR(b, a)
-			if err == nil {
-				logf("verbs: registered MR of %d bytes (lkey %#x)", len(b), mr.LKey())
-			}
-			return mr, err
-		})
+		cq, qps, srq, regMRLogged(pd, logf))
 	if err != nil {
 		return err
 	}
@@ -99,9 +88,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 	logf("verbs: posted %d receives", ping.PingpongDepth(nqp))
 	local := make([]uverbs.Dest, nqp)
 	for i := range local {
-		var psnb [4]byte
-		rand.Read(psnb[:])
-		local[i] = uverbs.Dest{LID: port.LID, QPN: qps[i].QP.Num(), PSN: binary.LittleEndian.Uint32(psnb[:]) & 0xffffff, GID: gid.GID}
+		local[i] = uverbs.Dest{LID: port.LID, QPN: qps[i].QP.Num(), PSN: randomPSN(), GID: gid.GID}
 		fmt.Fprintf(c.stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %v\n", local[i].LID, local[i].QPN, local[i].PSN, local[i].GID)
 	}
 	opts := uverbs.DefaultConnectOpts()

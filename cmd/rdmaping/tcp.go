@@ -4,10 +4,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"syscall"
@@ -124,6 +123,21 @@ func (t *tcpEnd) Close() {
 	}
 }
 
+// regMRLogged registers memory on pd, narrating each registration.
+func regMRLogged(pd *uverbs.PD, logf func(string, ...any)) func([]byte, uverbs.AccessFlags) (*uverbs.MR, error) {
+	return func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
+		mr, err := pd.RegMR(b, a)
+		if err == nil {
+			logf("verbs: registered MR of %d bytes (lkey %#x, rkey %#x, %v)", len(b), mr.LKey(), mr.RKey(), a)
+		}
+		return mr, err
+	}
+}
+
+// randomPSN is a starting packet sequence number as ibv_rc_pingpong picks
+// one: random, 24 bits.
+func randomPSN() uint32 { return rand.Uint32() & 0xffffff }
+
 // runDemoTCP runs a demo on a QP connected with ibv_rc_pingpong's
 // out-of-band TCP exchange of LID, QPN, PSN and GID (oob.Client and
 // oob.Server) instead of rdma_cm.
@@ -132,10 +146,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	if err != nil {
 		return err
 	}
-	logf := c.logf()
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	logf := c.narrate()
 	t, err := c.tcpSetup(logf)
 	if err != nil {
 		return err
@@ -167,19 +178,11 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	}
 	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
 	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(), PeerTimeout: 10 * time.Second,
-		RegMR: func(b []byte, a uverbs.AccessFlags) (*uverbs.MR, error) {
-			mr, err := pd.RegMR(b, a)
-			if err == nil {
-				logf("verbs: registered MR of %d bytes (lkey %#x, rkey %#x, %v)", len(b), mr.LKey(), mr.RKey(), a)
-			}
-			return mr, err
-		}}
+		RegMR: regMRLogged(pd, logf)}
 	if err := d.Setup(link); err != nil {
 		return err
 	}
-	var psnb [4]byte
-	rand.Read(psnb[:])
-	local := uverbs.Dest{LID: port.LID, QPN: qp.Num(), PSN: binary.LittleEndian.Uint32(psnb[:]) & 0xffffff, GID: gid.GID}
+	local := uverbs.Dest{LID: port.LID, QPN: qp.Num(), PSN: randomPSN(), GID: gid.GID}
 	opts := uverbs.DefaultConnectOpts()
 	opts.SGIDIndex = uint8(gid.Index)
 	opts.MTU = port.ActiveMTU

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/cliflag"
 )
 
 // Test is one of the benchmarks.
@@ -255,22 +257,9 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	}
 
 	// getopt-style: flags and the host may come in any order.
-	rest := args[1:]
-	var pos []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return nil, err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if rest[0] == "--" {
-			pos = append(pos, rest[1:]...)
-			break
-		}
-		pos = append(pos, rest[0])
-		rest = rest[1:]
+	pos, err := cliflag.ParseInterleaved(fs, args[1:])
+	if err != nil {
+		return nil, err
 	}
 	fs.Visit(func(f *flag.Flag) { c.explicit[f.Name] = true })
 	switch len(pos) {

@@ -191,12 +191,6 @@ func (s *session) line(r *SizeResult) {
 	}
 }
 
-// measuresOnServer reports the tests whose server side measures something
-// of its own (and prints it, as perftest's server does).
-func (c *Config) measuresOnServer() bool {
-	return c.Test == SendBW || c.Test == WriteLat || c.Test == SendLat
-}
-
 func (s *session) runClient(ctx context.Context) (*Report, error) {
 	if err := s.dialCtrl(ctx); err != nil {
 		return nil, err

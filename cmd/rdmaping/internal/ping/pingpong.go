@@ -136,9 +136,6 @@ func NewPingpong(cfg PingpongConfig, cq *uverbs.CQ, qps []PingpongQP, srq *uverb
 	return p, nil
 }
 
-// Config is the configuration with its defaults filled in.
-func (p *Pingpong) Config() PingpongConfig { return p.cfg }
-
 func (p *Pingpong) logf(f string, a ...any) {
 	if p.Logf != nil {
 		p.Logf(f, a...)
