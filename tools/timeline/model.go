@@ -334,6 +334,9 @@ func Build(recs []Recording) (*Model, error) {
 		if p.Len > 0 {
 			it.Label += fmt.Sprintf(" %dB", p.Len)
 		}
+		it.Fields = []trace.KV{{"opcode", fmt.Sprintf("%s (%#02x)", p.Op, p.OpCode)}, {"src", p.Src}, {"dst", p.Dst},
+			{"dest QPN", fmt.Sprintf("%#x (%d)", p.QPN, p.QPN)}, {"PSN", fmt.Sprint(p.PSN)},
+			{"payload", fmt.Sprintf("%d bytes", p.Len)}, {"frame", fmt.Sprintf("%d bytes", p.WireLen)}}
 		if p.QPN == 1 {
 			if msg, tid, ok := cmMAD(p.Head); ok {
 				it.Label = fmt.Sprintf("CM %s (MAD, %s to QP1)", msg, strings.TrimPrefix(p.Op, "UD "))
@@ -341,9 +344,6 @@ func Build(recs []Recording) (*Model, error) {
 				it.Fields = append(it.Fields, trace.KV{"CM message", msg + " (" + cmMADText[msg] + ")"}, trace.KV{"transaction ID", tid})
 			}
 		}
-		it.Fields = []trace.KV{{"opcode", fmt.Sprintf("%s (%#02x)", p.Op, p.OpCode)}, {"src", p.Src}, {"dst", p.Dst},
-			{"dest QPN", fmt.Sprintf("%#x (%d)", p.QPN, p.QPN)}, {"PSN", fmt.Sprint(p.PSN)},
-			{"payload", fmt.Sprintf("%d bytes", p.Len)}, {"frame", fmt.Sprintf("%d bytes", p.WireLen)}}
 		if p.AckReq {
 			it.Fields = append(it.Fields, trace.KV{"ack request", "yes"})
 		}

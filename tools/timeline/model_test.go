@@ -106,8 +106,17 @@ func TestModelFacts(t *testing.T) {
 		t.Errorf("clock %q: want offset 5s ± 30µs (5 s apart, 30 µs each way)", m.Clock)
 	}
 	for _, want := range []string{"CM REQ (MAD, SEND Only to QP1)", "CM REP (MAD, SEND Only to QP1)"} {
-		if !slices.ContainsFunc(m.Items, func(it Item) bool { return it.Label == want }) {
+		i := slices.IndexFunc(m.Items, func(it Item) bool { return it.Label == want })
+		if i < 0 {
 			t.Errorf("no packet labelled %q", want)
+			continue
+		}
+		// Its details name the CM message and its transaction ID.
+		msg := strings.Fields(want)[1]
+		for _, kv := range []trace.KV{{"CM message", msg + " (" + cmMADText[msg] + ")"}, {"transaction ID", "0xabcdef01"}} {
+			if !slices.Contains(m.Items[i].Fields, kv) {
+				t.Errorf("%s: no field %q in %q", want, kv, m.Items[i].Fields)
+			}
 		}
 	}
 	if want := []Alignment{{Node: "node1", Method: AlignPackets, OffsetNS: 5e9, UncertaintyNS: 30e3, Pairs: 13}}; !slices.Equal(m.Align, want) {
