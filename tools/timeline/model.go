@@ -119,6 +119,14 @@ type nodePacket struct {
 	p    *trace.RecordPacket
 }
 
+// wirePkt is a packet on the wire, as one or both ends captured it.
+type wirePkt struct {
+	from, to   int    // node indexes; -1 unknown
+	send, recv int64  // a packet only one side captured has both at that side's time
+	seen       string // "both", "sender" or "receiver"
+	p          *trace.RecordPacket
+}
+
 func (np nodePacket) key() string {
 	p := np.p
 	return fmt.Sprintf("%s>%s/%d/%d/%d/%d", p.Src, p.Dst, p.OpCode, p.QPN, p.PSN, p.Len)
@@ -152,7 +160,55 @@ func Build(recs []Recording) (*Model, error) {
 		return n, ok
 	}
 
-	offsets := align(recs, m) // ns to subtract from node i's clock
+	// Packets: match the copies both ends captured (times on each
+	// capturing node's own clock until the clocks are aligned).
+	var pkts []nodePacket
+	for i, r := range recs {
+		for _, e := range r.Entries {
+			if e.Type == trace.EntryPacket && e.Packet != nil && e.Packet.Err == "" {
+				pkts = append(pkts, nodePacket{i, int64(e.TS), e.Packet})
+			}
+		}
+	}
+	incoming := map[string][]int{} // key -> indexes into pkts of incoming copies
+	for j, np := range pkts {
+		if !np.p.Out {
+			incoming[np.key()] = append(incoming[np.key()], j)
+		}
+	}
+	used := make([]bool, len(pkts))
+	var wire []wirePkt
+	for _, np := range pkts {
+		if !np.p.Out {
+			continue
+		}
+		w := wirePkt{from: np.node, to: -1, send: np.ts, recv: np.ts, seen: "sender", p: np.p}
+		if n, ok := nodeOf(np.p.Dst); ok {
+			w.to = n
+		}
+		q := incoming[np.key()]
+		for len(q) > 0 && pkts[q[0]].node == np.node {
+			q = q[1:]
+		}
+		if len(q) > 0 {
+			k := q[0]
+			incoming[np.key()] = q[1:]
+			used[k] = true
+			w.to, w.recv, w.seen = pkts[k].node, pkts[k].ts, "both"
+		}
+		wire = append(wire, w)
+	}
+	for j, np := range pkts {
+		if np.p.Out || used[j] {
+			continue
+		}
+		w := wirePkt{from: -1, to: np.node, send: np.ts, recv: np.ts, seen: "receiver", p: np.p}
+		if n, ok := nodeOf(np.p.Src); ok && n != np.node {
+			w.from = n
+		}
+		wire = append(wire, w)
+	}
+	offsets := align(recs, wire, m) // ns to subtract from node i's clock
 	ref := func(node int, ts uint64) int64 { return int64(ts) - offsets[node] }
 
 	// The start: the earliest entry of any node.
@@ -168,6 +224,17 @@ func Build(recs []Recording) (*Model, error) {
 		m.Start = 0
 	}
 	rel := func(node int, ts uint64) int64 { return ref(node, ts) - m.Start }
+	for i := range wire {
+		w := &wire[i]
+		sendOn, recvOn := w.from, w.to
+		switch w.seen {
+		case "sender":
+			recvOn = w.from
+		case "receiver":
+			sendOn = w.to
+		}
+		w.send, w.recv = rel(sendOn, uint64(w.send)), rel(recvOn, uint64(w.recv))
+	}
 
 	// Lanes: node 0's processes and kernel, the wire, node 1's kernel and
 	// processes (mirrored), then further nodes like node 1.
@@ -260,61 +327,6 @@ func Build(recs []Recording) (*Model, error) {
 		}
 	}
 
-	// Packets: match the copies both ends captured.
-	var pkts []nodePacket
-	for i, r := range recs {
-		for _, e := range r.Entries {
-			if e.Type == trace.EntryPacket && e.Packet != nil && e.Packet.Err == "" {
-				pkts = append(pkts, nodePacket{i, int64(e.TS), e.Packet})
-			}
-		}
-	}
-	type wirePkt struct {
-		from, to   int   // node indexes; -1 unknown
-		send, recv int64 // a packet only one side captured has both at that side's time
-		seen       string
-		p          *trace.RecordPacket
-	}
-	incoming := map[string][]int{} // key -> indexes into pkts of incoming copies
-	for j, np := range pkts {
-		if !np.p.Out {
-			incoming[np.key()] = append(incoming[np.key()], j)
-		}
-	}
-	used := make([]bool, len(pkts))
-	var wire []wirePkt
-	for _, np := range pkts {
-		if !np.p.Out {
-			continue
-		}
-		t := rel(np.node, uint64(np.ts))
-		w := wirePkt{from: np.node, to: -1, send: t, recv: t, seen: "sender", p: np.p}
-		if n, ok := nodeOf(np.p.Dst); ok {
-			w.to = n
-		}
-		q := incoming[np.key()]
-		for len(q) > 0 && pkts[q[0]].node == np.node {
-			q = q[1:]
-		}
-		if len(q) > 0 {
-			k := q[0]
-			incoming[np.key()] = q[1:]
-			used[k] = true
-			w.to, w.recv, w.seen = pkts[k].node, rel(pkts[k].node, uint64(pkts[k].ts)), "both"
-		}
-		wire = append(wire, w)
-	}
-	for j, np := range pkts {
-		if np.p.Out || used[j] {
-			continue
-		}
-		t := rel(np.node, uint64(np.ts))
-		w := wirePkt{from: -1, to: np.node, send: t, recv: t, seen: "receiver", p: np.p}
-		if n, ok := nodeOf(np.p.Src); ok && n != np.node {
-			w.from = n
-		}
-		wire = append(wire, w)
-	}
 	slices.SortStableFunc(wire, func(a, b wirePkt) int { return cmp.Compare(a.send, b.send) })
 	m.Packets = len(wire)
 
