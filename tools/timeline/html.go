@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rdmago/rdmago/tools/trace"
 )
 
 // WriteFile writes m's page to name.
@@ -134,7 +136,7 @@ func WriteHTML(w io.Writer, m *Model) error {
 			if dt >= 2_000_000 {
 				gy := (m.Items[i-1].Y + it.Y) / 2
 				fmt.Fprintf(&b, "<g class=\"gap\"><line x1=\"0\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/><text x=\"4\" y=\"%s\">… %s …</text></g>",
-					px(gy), px(m.Width), px(gy), px(gy-3), dur(dt))
+					px(gy), px(m.Width), px(gy), px(gy-3), trace.FormatDuration(uint64(dt)))
 			}
 		}
 		if it.Y-lastLabel >= rowHeight {
@@ -235,13 +237,3 @@ func short(s string, n int) string {
 
 // ms is a time since the start for the axis.
 func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
-
-func dur(ns int64) string {
-	switch {
-	case ns >= 1e9:
-		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
-	case ns >= 1e6:
-		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%d µs", ns/1000)
-}
