@@ -188,17 +188,12 @@ func (f *demoFacts) check(size int64) []string {
 	return bad
 }
 
-// buildRdmacp builds cmd/rdmacp statically into dir (the guest runs it from
-// the host's file system).
-func buildRdmacp(ctx context.Context, dir string, stderr io.Writer) (string, error) {
-	return buildTool(ctx, dir, "rdmacp", stderr)
-}
-
-// buildTool builds cmd/NAME statically into dir.
+// buildTool builds cmd/NAME statically for the guests (linux/amd64) into
+// dir, which they see at the same path.
 func buildTool(ctx context.Context, dir, name string, stderr io.Writer) (string, error) {
 	out := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "github.com/rdmago/rdmago/cmd/"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("build %s (run the demo from the repository, as `make demo`): %w", name, err)
@@ -261,7 +256,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintln(stderr, "rdmalab demo: building rdmacp (CGO_ENABLED=0, static)")
-	bin, err := buildRdmacp(ctx, dir, stderr)
+	bin, err := buildTool(ctx, dir, "rdmacp", stderr)
 	if err != nil {
 		return nil, err
 	}

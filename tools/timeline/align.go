@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/rdmago/rdmago/tools/trace"
 )
 
 // How a node's clock was aligned (Alignment.Method).
@@ -42,46 +40,32 @@ type Alignment struct {
 // as NTP does with one exchange. Without packets seen on both sides the
 // CLOCK_REALTIME reference pairs of the headers are used, which are only as
 // good as the nodes' wall clocks.
-func align(recs []Recording, m *Model) []int64 {
+func align(recs []Recording, wire []wirePkt, m *Model) []int64 {
 	off := make([]int64, len(recs))
 	m.Align = nil
 	var says []string
 	for n := 1; n < len(recs); n++ {
-		// Outgoing copies by key, per node.
-		sent := func(from int) map[string][]uint64 {
-			s := map[string][]uint64{}
-			for _, e := range recs[from].Entries {
-				if e.Type == trace.EntryPacket && e.Packet != nil && e.Packet.Out && e.Packet.Err == "" {
-					k := nodePacket{p: e.Packet}.key()
-					s[k] = append(s[k], e.TS)
-				}
+		// The tightest bound each way: clock_to − clock_from + delay.
+		var hi, lo int64 // θ ≤ hi, θ ≥ lo
+		var nHi, nLo int
+		for _, w := range wire {
+			if w.seen != "both" {
+				continue
 			}
-			return s
-		}
-		bound := func(from, to int) (best int64, pairs int) {
-			s := sent(from)
-			first := true
-			for _, e := range recs[to].Entries {
-				if e.Type != trace.EntryPacket || e.Packet == nil || e.Packet.Out || e.Packet.Err != "" {
-					continue
+			d := w.recv - w.send
+			switch {
+			case w.from == 0 && w.to == n:
+				if nHi == 0 || d < hi {
+					hi = d
 				}
-				k := nodePacket{p: e.Packet}.key()
-				q := s[k]
-				if len(q) == 0 {
-					continue
+				nHi++
+			case w.from == n && w.to == 0:
+				if nLo == 0 || -d > lo {
+					lo = -d
 				}
-				s[k] = q[1:]
-				d := int64(e.TS) - int64(q[0]) // clock_to − clock_from + delay
-				if first || d < best {
-					best, first = d, false
-				}
-				pairs++
+				nLo++
 			}
-			return best, pairs
 		}
-		hi, nHi := bound(0, n) // θ ≤ hi
-		lo, nLo := bound(n, 0) // −θ ≤ lo: θ ≥ −lo
-		lo = -lo
 		name := recs[n].Header.Node
 		switch {
 		case nHi > 0 && nLo > 0:

@@ -3,13 +3,15 @@
 package timeline
 
 import (
+	"cmp"
 	"context"
-	"image"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,10 +86,36 @@ func runChromium(t *testing.T, bin browser, page string, args ...string) []byte 
 }
 
 var (
-	itemTag = regexp.MustCompile(`<g class="item [^"]*"[^>]*>`)
-	laneTag = regexp.MustCompile(`<g class="lane[^"]*" data-lane="([^"]+)" data-x="([^"]+)"`)
-	attr    = regexp.MustCompile(`data-([a-z0-9]+)="([^"]*)"`)
+	itemTag  = regexp.MustCompile(`<g class="item [^"]*"[^>]*>`)
+	laneTag  = regexp.MustCompile(`<g class="lane[^"]*"[^>]*>`)
+	titleTag = regexp.MustCompile(`<span [^>]*data-lane="[^"]*"[^>]*>([^<]*)</span>`)
+	attr     = regexp.MustCompile(`data-([a-z0-9]+)="([^"]*)"`)
 )
+
+// attrs are the data- attributes of a tag.
+func attrs(tag string) map[string]string {
+	a := map[string]string{}
+	for _, kv := range attr.FindAllStringSubmatch(tag, -1) {
+		a[kv[1]] = html.UnescapeString(kv[2])
+	}
+	return a
+}
+
+// laneRank is where a lane belongs from left to right: node 0's processes,
+// its kernel, the wire, then each further node's kernel and processes.
+func laneRank(l Lane) int {
+	switch {
+	case l.Kind == LaneWire:
+		return 2
+	case l.Node == 0 && l.Kind == LaneProcess:
+		return 0
+	case l.Node == 0:
+		return 1
+	case l.Kind == LaneKernel:
+		return 2*l.Node + 1
+	}
+	return 2*l.Node + 2
+}
 
 // TestBrowser opens the page of the synthetic recordings in headless
 // Chromium: the DOM it reports back must have every call, event and packet
@@ -108,22 +136,17 @@ func TestBrowser(t *testing.T) {
 	checkInBrowser(t, bin, page, m)
 }
 
-// checkInBrowser opens page, drawn from m, in the browser: every item of m
-// must be in the DOM, laid out in its lane in time order, and a screenshot
-// of it must not be blank.
+// checkInBrowser opens page, drawn from m, in the browser: every lane of m
+// must be drawn in its place from left to right under its title, every item
+// of m in its lane in time order (a packet's arrow ending in its receiver's
+// lane), and a screenshot of it must not be blank.
 func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 	dom := string(runChromium(t, bin, page, "--dump-dom"))
 	if !strings.Contains(dom, `data-drawn="`+strconv.Itoa(len(m.Items))+`"`) {
 		i := strings.Index(dom, "<body")
 		t.Errorf("the page's script did not report %d items drawn with a size: %.200s", len(m.Items), dom[max(i, 0):])
 	}
-	laneX := map[string]float64{}
-	for _, l := range laneTag.FindAllStringSubmatch(dom, -1) {
-		laneX[l[1]], _ = strconv.ParseFloat(l[2], 64)
-	}
-	if len(laneX) != len(m.Lanes) {
-		t.Fatalf("%d lanes in the DOM, %d in the model", len(laneX), len(m.Lanes))
-	}
+	laneX := checkLanes(t, dom, m)
 	tags := itemTag.FindAllString(dom, -1)
 	if len(tags) != len(m.Items) {
 		t.Fatalf("%d items in the DOM, %d in the model", len(tags), len(m.Items))
@@ -131,10 +154,7 @@ func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 	packets, calls := 0, 0
 	lastT, lastY := int64(-1), -1.0
 	for i, tag := range tags {
-		a := map[string]string{}
-		for _, kv := range attr.FindAllStringSubmatch(tag, -1) {
-			a[kv[1]] = kv[2]
-		}
+		a := attrs(tag)
 		tt, _ := strconv.ParseInt(a["t"], 10, 64)
 		rx, err1 := strconv.ParseFloat(a["rx"], 64)
 		ry, err2 := strconv.ParseFloat(a["ry"], 64)
@@ -147,7 +167,7 @@ func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 			t.Errorf("item %d (%s) in unknown lane %q", i, a["label"], a["lane"])
 		}
 		if d := rx - x; d < -2 || d > 2 {
-			t.Errorf("item %d (%s) drawn at x=%.1f, its lane %s is at %.1f", i, a["label"], rx, a["lane"], x)
+			t.Errorf("item %d (%s) drawn at x=%.1f, its lane %s at %.1f", i, a["label"], rx, a["lane"], x)
 		}
 		if tt < lastT || ry < lastY {
 			t.Errorf("item %d (%s) at t=%d y=%.1f comes after t=%d y=%.1f", i, a["label"], tt, ry, lastT, lastY)
@@ -163,8 +183,15 @@ func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 			calls++
 		}
 		if a["kind"] == ItemPacket || a["kind"] == ItemRun {
-			if _, ok := laneX[a["to"]]; !ok {
+			x2, ok := laneX[a["to"]]
+			rx2, err := strconv.ParseFloat(a["rx2"], 64)
+			switch {
+			case !ok:
 				t.Errorf("packet %d (%s) goes to unknown lane %q", i, a["label"], a["to"])
+			case err != nil:
+				t.Errorf("packet %d (%s) has no rendered arrow: %s", i, a["label"], tag)
+			case a["to"] != a["lane"] && (rx2-x2 < -3 || rx2-x2 > 3):
+				t.Errorf("packet %d (%s) to %s: its arrow ends at x=%.1f, that lane is at %.1f", i, a["label"], a["to"], rx2, x2)
 			}
 		}
 	}
@@ -175,6 +202,52 @@ func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 	shot := filepath.Join(t.TempDir(), "shot.png")
 	runChromium(t, bin, page, "--screenshot="+browserPath(shot), "--hide-scrollbars")
 	checkNotBlank(t, shot)
+}
+
+// checkLanes checks the lanes as the browser drew them: each of m's lanes
+// once, in its place from left to right (laneRank), the lanes apart, each
+// under its title; it returns where each lane's line was drawn.
+func checkLanes(t *testing.T, dom string, m *Model) map[string]float64 {
+	t.Helper()
+	lanes := map[string]Lane{}
+	for _, l := range m.Lanes {
+		lanes[l.ID] = l
+	}
+	laneX := map[string]float64{}
+	var drawn []Lane
+	for _, tag := range laneTag.FindAllString(dom, -1) {
+		a := attrs(tag)
+		l, ok := lanes[a["lane"]]
+		x, err := strconv.ParseFloat(a["rx"], 64)
+		if !ok || err != nil {
+			t.Fatalf("lane %q not in the model or not drawn: %s", a["lane"], tag)
+		}
+		l.X, laneX[l.ID] = x, x
+		drawn = append(drawn, l)
+	}
+	if len(laneX) != len(m.Lanes) || len(drawn) != len(m.Lanes) {
+		t.Fatalf("%d lanes drawn, %d in the model", len(drawn), len(m.Lanes))
+	}
+	slices.SortFunc(drawn, func(a, b Lane) int { return cmp.Compare(a.X, b.X) })
+	for i := 1; i < len(drawn); i++ {
+		a, b := drawn[i-1], drawn[i]
+		if laneRank(a) > laneRank(b) || b.X-a.X < 100 {
+			t.Errorf("lane %q (%s, node %d) drawn at x=%.1f, left of %q (%s, node %d) at x=%.1f", a.Title, a.Kind, a.Node, a.X, b.Title, b.Kind, b.Node, b.X)
+		}
+	}
+	titles := titleTag.FindAllStringSubmatch(dom, -1)
+	if len(titles) != len(m.Lanes) {
+		t.Errorf("%d lane titles drawn, %d lanes", len(titles), len(m.Lanes))
+	}
+	for _, ti := range titles {
+		a := attrs(ti[0])
+		x, err := strconv.ParseFloat(a["rx"], 64)
+		l := lanes[a["lane"]]
+		if text := html.UnescapeString(ti[1]); err != nil || text != l.Title || x-laneX[l.ID] < -2 || x-laneX[l.ID] > 2 {
+			t.Errorf("lane title %q drawn at x=%.1f: want %q over its lane at %.1f", text, x, l.Title, laneX[l.ID])
+		}
+	}
+	return laneX
 }
 
 // checkNotBlank fails unless the PNG has a fair share of non-white pixels
@@ -209,5 +282,4 @@ func checkNotBlank(t *testing.T, name string) {
 	if b.Dx() < 800 || ink*100 < total || len(colours) < 8 {
 		t.Errorf("screenshot looks blank: %v, %d of %d pixels inked, %d colours", b.Size(), ink, total, len(colours))
 	}
-	_ = image.Point{}
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rdmago/rdmago/tools/trace"
 )
 
 // WriteFile writes m's page to name.
@@ -62,9 +64,12 @@ box-shadow:0 2px 8px #0004;padding:8px;display:none;z-index:3;font:12px ui-monos
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:3px;vertical-align:middle}`
 
 // pageScript makes the page interactive: click shows every field, MR and
-// rkey highlighting, zoom; and on load it records where each item was
-// drawn (data-rx, data-ry: the centre of its anchor in the SVG's
-// coordinates) so that a test can read the layout back from the DOM.
+// rkey highlighting, zoom; and on load it records where the browser drew
+// things, in the SVG's coordinates, so that a test can read the layout back
+// from the DOM: data-rx, data-ry on each item (the centre of its anchor),
+// lane (the centre of its line) and lane title; data-rx2 on a packet or run
+// (the far end of its arrow); data-drawn on the body (the items whose anchor
+// has a size).
 const pageScript = `(function(){
 var svg=document.getElementById('tl'),det=document.getElementById('detail'),z=1;
 function fields(g){try{return JSON.parse(g.getAttribute('data-fields'))}catch(e){return[]}}
@@ -77,10 +82,16 @@ function esc(s){return String(s).replace(/[&<>"]/g,function(c){return{'&':'&amp;
 document.addEventListener('click',function(ev){var g=ev.target.closest&&ev.target.closest('.item');if(g)show(g);else if(!det.contains(ev.target))det.style.display='none'});
 function zoom(f){z=f?Math.min(8,Math.max(0.25,z*f)):1;document.getElementById('scaled').style.zoom=z;document.getElementById('zl').textContent=Math.round(z*100)+'%'}
 document.getElementById('zin').onclick=function(){zoom(1.5)};document.getElementById('zout').onclick=function(){zoom(1/1.5)};document.getElementById('z1').onclick=function(){zoom(0)};
-var ctm=svg.getScreenCTM().inverse(),items=svg.querySelectorAll('.item'),n=0;
-for(var i=0;i<items.length;i++){var a=items[i].querySelector('.anchor');if(!a)continue;var r=a.getBoundingClientRect();
-var p=svg.createSVGPoint();p.x=r.left+r.width/2;p.y=r.top+r.height/2;p=p.matrixTransform(ctm);
-items[i].setAttribute('data-rx',p.x.toFixed(1));items[i].setAttribute('data-ry',p.y.toFixed(1));if(r.width>0&&r.height>0)n++}
+var ctm=svg.getScreenCTM().inverse(),n=0;
+function pos(x,y){var p=svg.createSVGPoint();p.x=x;p.y=y;return p.matrixTransform(ctm)}
+function mark(g,el){var r=el.getBoundingClientRect(),p=pos(r.left+r.width/2,r.top+r.height/2);
+g.setAttribute('data-rx',p.x.toFixed(1));g.setAttribute('data-ry',p.y.toFixed(1));return r}
+var ls=document.querySelectorAll('.lane');for(var i=0;i<ls.length;i++)mark(ls[i],ls[i].querySelector('line'));
+ls=document.querySelectorAll('#lanes span');for(i=0;i<ls.length;i++)mark(ls[i],ls[i]);
+var items=svg.querySelectorAll('.item');
+for(i=0;i<items.length;i++){var a=items[i].querySelector('.anchor');if(!a)continue;var r=mark(items[i],a);if(r.width>0&&r.height>0)n++;
+var l=items[i].querySelector('line:not(.band)');if(!l)continue;var b=l.getBoundingClientRect(),cx=r.left+r.width/2;
+items[i].setAttribute('data-rx2',pos(Math.abs(b.left-cx)>Math.abs(b.right-cx)?b.left:b.right,0).x.toFixed(1))}
 document.body.setAttribute('data-drawn',String(n));
 })();`
 
@@ -99,7 +110,7 @@ func WriteHTML(w io.Writer, m *Model) error {
 	b.WriteString(`<span id="zoom">zoom <button id="zout" type="button">−</button><button id="z1" type="button">1:1</button><button id="zin" type="button">+</button> <span id="zl">100%</span></span></p>` + "\n</header>\n")
 	b.WriteString("<div id=\"wrap\"><div id=\"scaled\">\n<div id=\"lanes\" style=\"width:" + px(m.Width) + "px\">")
 	for _, l := range m.Lanes {
-		fmt.Fprintf(&b, "<span style=\"left:%spx\">%s</span>", px(l.X), esc(l.Title))
+		fmt.Fprintf(&b, "<span style=\"left:%spx\" data-lane=\"%s\">%s</span>", px(l.X), esc(l.ID), esc(l.Title))
 	}
 	b.WriteString("</div>\n")
 	fmt.Fprintf(&b, "<svg id=\"tl\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\">\n",
@@ -125,7 +136,7 @@ func WriteHTML(w io.Writer, m *Model) error {
 			if dt >= 2_000_000 {
 				gy := (m.Items[i-1].Y + it.Y) / 2
 				fmt.Fprintf(&b, "<g class=\"gap\"><line x1=\"0\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/><text x=\"4\" y=\"%s\">… %s …</text></g>",
-					px(gy), px(m.Width), px(gy), px(gy-3), dur(dt))
+					px(gy), px(m.Width), px(gy), px(gy-3), trace.FormatDuration(uint64(dt)))
 			}
 		}
 		if it.Y-lastLabel >= rowHeight {
@@ -226,13 +237,3 @@ func short(s string, n int) string {
 
 // ms is a time since the start for the axis.
 func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
-
-func dur(ns int64) string {
-	switch {
-	case ns >= 1e9:
-		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
-	case ns >= 1e6:
-		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%d µs", ns/1000)
-}

@@ -9,6 +9,7 @@
 package timeline
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -118,6 +119,14 @@ type nodePacket struct {
 	p    *trace.RecordPacket
 }
 
+// wirePkt is a packet on the wire, as one or both ends captured it.
+type wirePkt struct {
+	from, to   int    // node indexes; -1 unknown
+	send, recv int64  // a packet only one side captured has both at that side's time
+	seen       string // "both", "sender" or "receiver"
+	p          *trace.RecordPacket
+}
+
 func (np nodePacket) key() string {
 	p := np.p
 	return fmt.Sprintf("%s>%s/%d/%d/%d/%d", p.Src, p.Dst, p.OpCode, p.QPN, p.PSN, p.Len)
@@ -151,7 +160,55 @@ func Build(recs []Recording) (*Model, error) {
 		return n, ok
 	}
 
-	offsets := align(recs, m) // ns to subtract from node i's clock
+	// Packets: match the copies both ends captured (times on each
+	// capturing node's own clock until the clocks are aligned).
+	var pkts []nodePacket
+	for i, r := range recs {
+		for _, e := range r.Entries {
+			if e.Type == trace.EntryPacket && e.Packet != nil && e.Packet.Err == "" {
+				pkts = append(pkts, nodePacket{i, int64(e.TS), e.Packet})
+			}
+		}
+	}
+	incoming := map[string][]int{} // key -> indexes into pkts of incoming copies
+	for j, np := range pkts {
+		if !np.p.Out {
+			incoming[np.key()] = append(incoming[np.key()], j)
+		}
+	}
+	used := make([]bool, len(pkts))
+	var wire []wirePkt
+	for _, np := range pkts {
+		if !np.p.Out {
+			continue
+		}
+		w := wirePkt{from: np.node, to: -1, send: np.ts, recv: np.ts, seen: "sender", p: np.p}
+		if n, ok := nodeOf(np.p.Dst); ok {
+			w.to = n
+		}
+		q := incoming[np.key()]
+		for len(q) > 0 && pkts[q[0]].node == np.node {
+			q = q[1:]
+		}
+		if len(q) > 0 {
+			k := q[0]
+			incoming[np.key()] = q[1:]
+			used[k] = true
+			w.to, w.recv, w.seen = pkts[k].node, pkts[k].ts, "both"
+		}
+		wire = append(wire, w)
+	}
+	for j, np := range pkts {
+		if np.p.Out || used[j] {
+			continue
+		}
+		w := wirePkt{from: -1, to: np.node, send: np.ts, recv: np.ts, seen: "receiver", p: np.p}
+		if n, ok := nodeOf(np.p.Src); ok && n != np.node {
+			w.from = n
+		}
+		wire = append(wire, w)
+	}
+	offsets := align(recs, wire, m) // ns to subtract from node i's clock
 	ref := func(node int, ts uint64) int64 { return int64(ts) - offsets[node] }
 
 	// The start: the earliest entry of any node.
@@ -167,6 +224,17 @@ func Build(recs []Recording) (*Model, error) {
 		m.Start = 0
 	}
 	rel := func(node int, ts uint64) int64 { return ref(node, ts) - m.Start }
+	for i := range wire {
+		w := &wire[i]
+		sendOn, recvOn := w.from, w.to
+		switch w.seen {
+		case "sender":
+			recvOn = w.from
+		case "receiver":
+			sendOn = w.to
+		}
+		w.send, w.recv = rel(sendOn, uint64(w.send)), rel(recvOn, uint64(w.recv))
+	}
 
 	// Lanes: node 0's processes and kernel, the wire, node 1's kernel and
 	// processes (mirrored), then further nodes like node 1.
@@ -222,8 +290,8 @@ func Build(recs []Recording) (*Model, error) {
 	}
 	m.Width = x + 230 // the last lane's labels are written to its right
 
-	// MRs: rkey -> who registered it.
-	mrs := map[uint32]mrInfo{}
+	// MRs: rkey -> who registered it, on which node.
+	mrs := map[uint32]string{}
 	// QPNs: node, qpn -> process lane.
 	type qpKey struct {
 		node int
@@ -251,7 +319,7 @@ func Build(recs []Recording) (*Model, error) {
 				if it.RKey != "" {
 					k, _ := strconv.ParseUint(it.RKey, 0, 32)
 					if k != 0 {
-						mrs[uint32(k)] = mrInfo{i, fmt.Sprintf("%s by %s[%d] on %s", e.Op, e.Comm, e.PID, r.Header.Node)}
+						mrs[uint32(k)] = fmt.Sprintf("%s by %s[%d] on %s", e.Op, e.Comm, e.PID, r.Header.Node)
 					}
 				}
 			}
@@ -259,63 +327,7 @@ func Build(recs []Recording) (*Model, error) {
 		}
 	}
 
-	// Packets: match the copies both ends captured.
-	var pkts []nodePacket
-	for i, r := range recs {
-		for _, e := range r.Entries {
-			if e.Type == trace.EntryPacket && e.Packet != nil && e.Packet.Err == "" {
-				pkts = append(pkts, nodePacket{i, int64(e.TS), e.Packet})
-			}
-		}
-	}
-	type wirePkt struct {
-		from, to     int // node indexes; -1 unknown
-		send, recv   int64
-		seen         string
-		p            *trace.RecordPacket
-		sendOK, rcOK bool
-	}
-	incoming := map[string][]int{} // key -> indexes into pkts of incoming copies
-	for j, np := range pkts {
-		if !np.p.Out {
-			incoming[np.key()] = append(incoming[np.key()], j)
-		}
-	}
-	used := make([]bool, len(pkts))
-	var wire []wirePkt
-	for j, np := range pkts {
-		if !np.p.Out {
-			continue
-		}
-		w := wirePkt{from: np.node, to: -1, send: rel(np.node, uint64(np.ts)), seen: "sender", p: np.p, sendOK: true}
-		if n, ok := nodeOf(np.p.Dst); ok {
-			w.to = n
-		}
-		q := incoming[np.key()]
-		for len(q) > 0 && pkts[q[0]].node == np.node {
-			q = q[1:]
-		}
-		if len(q) > 0 {
-			k := q[0]
-			incoming[np.key()] = q[1:]
-			used[k] = true
-			w.to, w.recv, w.seen, w.rcOK = pkts[k].node, rel(pkts[k].node, uint64(pkts[k].ts)), "both", true
-		}
-		_ = j
-		wire = append(wire, w)
-	}
-	for j, np := range pkts {
-		if np.p.Out || used[j] {
-			continue
-		}
-		w := wirePkt{from: -1, to: np.node, recv: rel(np.node, uint64(np.ts)), seen: "receiver", p: np.p, rcOK: true}
-		if n, ok := nodeOf(np.p.Src); ok && n != np.node {
-			w.from = n
-		}
-		w.send = w.recv
-		wire = append(wire, w)
-	}
-	slices.SortStableFunc(wire, func(a, b wirePkt) int { return cmpInt(a.send, b.send) })
+	slices.SortStableFunc(wire, func(a, b wirePkt) int { return cmp.Compare(a.send, b.send) })
 	m.Packets = len(wire)
 
 	laneOfNode := func(n int) string {
@@ -326,14 +338,14 @@ func Build(recs []Recording) (*Model, error) {
 	}
 	pktItem := func(w wirePkt) Item {
 		p := w.p
-		it := Item{Kind: ItemPacket, Lane: laneOfNode(w.from), To: laneOfNode(w.to), T: w.send, T2: w.send, Seen: w.seen}
-		if w.rcOK {
-			it.T2 = w.recv
-		}
+		it := Item{Kind: ItemPacket, Lane: laneOfNode(w.from), To: laneOfNode(w.to), T: w.send, T2: w.recv, Seen: w.seen}
 		it.Label = fmt.Sprintf("%s PSN %d QPN %#x", strings.TrimPrefix(p.Op, "RC "), p.PSN, p.QPN)
 		if p.Len > 0 {
 			it.Label += fmt.Sprintf(" %dB", p.Len)
 		}
+		it.Fields = []trace.KV{{"opcode", fmt.Sprintf("%s (%#02x)", p.Op, p.OpCode)}, {"src", p.Src}, {"dst", p.Dst},
+			{"dest QPN", fmt.Sprintf("%#x (%d)", p.QPN, p.QPN)}, {"PSN", fmt.Sprint(p.PSN)},
+			{"payload", fmt.Sprintf("%d bytes", p.Len)}, {"frame", fmt.Sprintf("%d bytes", p.WireLen)}}
 		if p.QPN == 1 {
 			if msg, tid, ok := cmMAD(p.Head); ok {
 				it.Label = fmt.Sprintf("CM %s (MAD, %s to QP1)", msg, strings.TrimPrefix(p.Op, "UD "))
@@ -341,9 +353,6 @@ func Build(recs []Recording) (*Model, error) {
 				it.Fields = append(it.Fields, trace.KV{"CM message", msg + " (" + cmMADText[msg] + ")"}, trace.KV{"transaction ID", tid})
 			}
 		}
-		it.Fields = []trace.KV{{"opcode", fmt.Sprintf("%s (%#02x)", p.Op, p.OpCode)}, {"src", p.Src}, {"dst", p.Dst},
-			{"dest QPN", fmt.Sprintf("%#x (%d)", p.QPN, p.QPN)}, {"PSN", fmt.Sprint(p.PSN)},
-			{"payload", fmt.Sprintf("%d bytes", p.Len)}, {"frame", fmt.Sprintf("%d bytes", p.WireLen)}}
 		if p.AckReq {
 			it.Fields = append(it.Fields, trace.KV{"ack request", "yes"})
 		}
@@ -354,7 +363,7 @@ func Build(recs []Recording) (*Model, error) {
 			if mr, ok := mrs[p.RKey]; ok {
 				it.RKey = fmt.Sprintf("%#x", p.RKey)
 				it.Class = append(it.Class, "rkey")
-				it.Fields = append(it.Fields, trace.KV{"rkey is", "MR " + mr.what})
+				it.Fields = append(it.Fields, trace.KV{"rkey is", "MR " + mr})
 			}
 		}
 		if p.HasAETH {
@@ -377,7 +386,7 @@ func Build(recs []Recording) (*Model, error) {
 			it.RKey = fmt.Sprintf("%#x", k)
 			it.Class = append(it.Class, "rkey")
 			it.Label += fmt.Sprintf(" carries rkey %#x", k)
-			it.Fields = append(it.Fields, trace.KV{"payload carries", fmt.Sprintf("rkey %#x at byte %d: MR %s", k, off, mrs[k].what)})
+			it.Fields = append(it.Fields, trace.KV{"payload carries", fmt.Sprintf("rkey %#x at byte %d: MR %s", k, off, mrs[k])})
 		}
 		if p.Head != "" {
 			it.Fields = append(it.Fields, trace.KV{"payload head", p.Head})
@@ -401,11 +410,7 @@ func Build(recs []Recording) (*Model, error) {
 		}
 		first, last := pktItem(run[0]), run[len(run)-1]
 		it := first
-		it.Kind, it.Count = ItemRun, len(run)
-		it.T2 = last.send
-		if last.rcOK {
-			it.T2 = last.recv
-		}
+		it.Kind, it.Count, it.T2 = ItemRun, len(run), last.recv
 		bytes := 0
 		for _, w := range run {
 			bytes += w.p.Len
@@ -441,7 +446,7 @@ func Build(recs []Recording) (*Model, error) {
 	for k := range open {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b runKey) int { return cmpInt(int64(a.from*64+a.to), int64(b.from*64+b.to)) })
+	slices.SortFunc(keys, func(a, b runKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
 	for _, k := range keys {
 		flush(k)
 	}
@@ -456,35 +461,21 @@ func Build(recs []Recording) (*Model, error) {
 			m.Notes = append(m.Notes, fmt.Sprintf("a NAK to QPN %#x on %s, whose process was not recorded", w.p.QPN, recs[w.to].Header.Node))
 			continue
 		}
-		t := w.recv
-		if !w.rcOK {
-			t = w.send
-		}
 		status := wcStatus(w.p.Syndrome)
-		m.Items = append(m.Items, Item{Kind: ItemError, Lane: owner, T: t, Class: []string{"err"},
+		m.Items = append(m.Items, Item{Kind: ItemError, Lane: owner, T: w.recv, Class: []string{"err"},
 			Label: "error completion " + status,
 			Fields: []trace.KV{{"completion", status}, {"why", "the peer answered " + w.p.AETH},
 				{"QPN", fmt.Sprintf("%#x", w.p.QPN)}, {"PSN", fmt.Sprint(w.p.PSN)},
 				{"note", "inferred from the NAK: the CQ is polled in user memory, which no probe sees; the QP then moves to the error state"}}})
 	}
 
-	slices.SortStableFunc(m.Items, func(a, b Item) int { return cmpInt(a.T, b.T) })
+	slices.SortStableFunc(m.Items, func(a, b Item) int { return cmp.Compare(a.T, b.T) })
 	layout(m)
 	return m, nil
 }
 
 func procLane(node int, pid uint32) string { return fmt.Sprintf("n%d.p%d", node, pid) }
 func kernelLane(node int) string           { return fmt.Sprintf("n%d.k", node) }
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 func kvGet(kv []trace.KV, k string) (string, bool) {
 	for _, x := range kv {
@@ -601,7 +592,7 @@ func noteItem(node int, e trace.RecordEntry, t int64) Item {
 
 // findKey looks for a registered rkey in a payload's first bytes (hex), at
 // a 4-byte aligned offset, in either byte order.
-func findKey(head string, mrs map[uint32]mrInfo) (uint32, int, bool) {
+func findKey(head string, mrs map[uint32]string) (uint32, int, bool) {
 	b, err := hex.DecodeString(head)
 	if err != nil {
 		return 0, 0, false
@@ -614,12 +605,6 @@ func findKey(head string, mrs map[uint32]mrInfo) (uint32, int, bool) {
 		}
 	}
 	return 0, 0, false
-}
-
-// mrInfo is who registered a memory region.
-type mrInfo struct {
-	node int
-	what string
 }
 
 // nakText is the NAK's reason, from its AETH text.

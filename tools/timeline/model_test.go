@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -106,8 +107,17 @@ func TestModelFacts(t *testing.T) {
 		t.Errorf("clock %q: want offset 5s ± 30µs (5 s apart, 30 µs each way)", m.Clock)
 	}
 	for _, want := range []string{"CM REQ (MAD, SEND Only to QP1)", "CM REP (MAD, SEND Only to QP1)"} {
-		if !slices.ContainsFunc(m.Items, func(it Item) bool { return it.Label == want }) {
+		i := slices.IndexFunc(m.Items, func(it Item) bool { return it.Label == want })
+		if i < 0 {
 			t.Errorf("no packet labelled %q", want)
+			continue
+		}
+		// Its details name the CM message and its transaction ID.
+		msg := strings.Fields(want)[1]
+		for _, kv := range []trace.KV{{"CM message", msg + " (" + cmMADText[msg] + ")"}, {"transaction ID", "0xabcdef01"}} {
+			if !slices.Contains(m.Items[i].Fields, kv) {
+				t.Errorf("%s: no field %q in %q", want, kv, m.Items[i].Fields)
+			}
 		}
 	}
 	if want := []Alignment{{Node: "node1", Method: AlignPackets, OffsetNS: 5e9, UncertaintyNS: 30e3, Pairs: 13}}; !slices.Equal(m.Align, want) {
@@ -262,9 +272,22 @@ func TestAckRunsEndWithTheirMessage(t *testing.T) {
 	}
 }
 
-// TestDocsPages checks the example pages the README links: one per
-// rdmaping mode, well-formed, self-contained.
+var pageTitle = regexp.MustCompile(`<title>([^<]*)</title>`)
+
+// TestDocsPages checks the example pages the README links, one per
+// rdmaping mode: each is byte for byte what its recordings, kept in
+// testdata/examples, draw today with the title it has
+// (scripts/timeline-examples.sh records them, --redraw draws them again);
+// well-formed and self-contained; its clocks aligned from packets; and it
+// shows its mode's own packets (and, but in send mode, the rkey leaving in
+// a SEND).
 func TestDocsPages(t *testing.T) {
+	ops := map[string][]string{
+		"send":   {"SEND Only"},
+		"write":  {"RDMA WRITE Only"},
+		"read":   {"RDMA READ Request", "RDMA READ Response"},
+		"atomic": {"FetchAdd", "CmpSwap", "ATOMIC Acknowledge"},
+	}
 	for _, mode := range []string{"send", "write", "read", "atomic"} {
 		name := filepath.Join("..", "..", "docs", "timeline-"+mode+".html")
 		b, err := os.ReadFile(name)
@@ -279,8 +302,39 @@ func TestDocsPages(t *testing.T) {
 		if err := checkWellFormed(page); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-		if !strings.Contains(page, "seen on both sides: offset") || !strings.Contains(page, `class="item packet`) {
-			t.Errorf("%s: no clock alignment from packets, or no packets", name)
+		m, err := Load([]string{filepath.Join("testdata", "examples", mode+".node0.rec"), filepath.Join("testdata", "examples", mode+".node1.rec")})
+		if err != nil {
+			t.Errorf("%s: %v (scripts/timeline-examples.sh records it)", name, err)
+			continue
+		}
+		title := pageTitle.FindStringSubmatch(page)
+		if title == nil || !strings.Contains(title[1], "--mode "+mode+" ") {
+			t.Errorf("%s: title %q does not name rdmaping --mode %s", name, title, mode)
+			continue
+		}
+		m.Title = html.UnescapeString(title[1])
+		var want bytes.Buffer
+		if err := WriteHTML(&want, m); err != nil {
+			t.Fatal(err)
+		}
+		if want.String() != page {
+			t.Errorf("%s is not what testdata/examples/%s.node*.rec draw today: run scripts/timeline-examples.sh --redraw", name, mode)
+		}
+		if len(m.Align) != 1 || m.Align[0].Method != AlignPackets || !strings.Contains(page, "seen on both sides: offset") {
+			t.Errorf("%s: clocks aligned %+v, want from packets both ways", name, m.Align)
+		}
+		for _, op := range ops[mode] {
+			if !slices.ContainsFunc(m.Items, func(it Item) bool {
+				return (it.Kind == ItemPacket || it.Kind == ItemRun) && strings.HasPrefix(it.Label, op)
+			}) {
+				t.Errorf("%s: no %s packet", name, op)
+			}
+		}
+		sendsKey := slices.ContainsFunc(m.Items, func(it Item) bool {
+			return it.Kind == ItemPacket && strings.HasPrefix(it.Label, "SEND") && strings.Contains(it.Label, "carries rkey")
+		})
+		if sendsKey != (mode != "send") {
+			t.Errorf("%s: a SEND carries an rkey: %v, want %v", name, sendsKey, mode != "send")
 		}
 	}
 }
