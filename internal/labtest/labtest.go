@@ -7,9 +7,12 @@
 package labtest
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // InLab reports whether the process runs inside an rdmalab guest.
@@ -24,6 +27,8 @@ type Env struct {
 	// Netdev is the network device under Dev, e.g. "v0" (RDMALAB_NETDEV);
 	// "" outside the lab.
 	Netdev string
+	// TwoNodes is set when the lab runs two nodes (RDMALAB_NODES=2).
+	TwoNodes bool
 }
 
 // Require skips t on a host without RDMA, saying how to run it for real, and
@@ -45,6 +50,8 @@ func Require(t testing.TB) Env {
 		Peer:   os.Getenv("RDMALAB_PEER"),
 		Dev:    os.Getenv("RDMALAB_DEV"),
 		Netdev: os.Getenv("RDMALAB_NETDEV"),
+
+		TwoNodes: os.Getenv("RDMALAB_NODES") == "2",
 	}
 	if e.Peer == "" {
 		e.Peer = e.Addr
@@ -61,4 +68,51 @@ func Missing(t testing.TB, format string, args ...any) {
 		t.Fatalf("inside the lab: "+format, args...)
 	}
 	t.Skipf(format, args...)
+}
+
+// RunRoles runs a test's two sides: with one node both here, serve in a
+// goroutine, client in this one; with two, node "0" runs serve and node
+// "1" client. An error of either fails t.
+func (e Env) RunRoles(t testing.TB, serve, client func() error) {
+	t.Helper()
+	if e.TwoNodes {
+		f := client
+		if e.Node == "0" {
+			f = serve
+		}
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	errs := make(chan error, 1)
+	go func() {
+		err := errors.New("the serving side stopped without returning (a FailNow in its goroutine?)")
+		defer func() { errs <- err }()
+		err = serve()
+	}()
+	if err := client(); err != nil {
+		t.Error(err)
+	}
+	if err := <-errs; err != nil {
+		t.Error(err)
+	}
+}
+
+// Retry calls dial, 100 ms apart, until it succeeds or fails with an error
+// again does not match, and gives up with dial's last error once ctx ends:
+// a dial while the other side may not listen yet (again matches the CM's
+// no-listener error).
+func Retry[T any](ctx context.Context, again func(error) bool, dial func() (T, error)) (T, error) {
+	for {
+		c, err := dial()
+		if err == nil || !again(err) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
