@@ -276,5 +276,5 @@ func TestLabKVTable(t *testing.T) {
 		}
 		return k.c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }

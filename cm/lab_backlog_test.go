@@ -162,5 +162,5 @@ func TestLabListenBacklogBounded(t *testing.T) {
 		t.Logf("client: %d rejected at once (backlog full), %d at the listener's close", full, closing)
 		return nil
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }

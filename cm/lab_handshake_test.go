@@ -69,30 +69,7 @@ func TestLabRejectWithPrivateData(t *testing.T) {
 		t.Logf("client: %v", err)
 		return nil
 	}
-	runRoles(t, e, serve, client)
-}
-
-// runRoles runs serve and client: both here with one node, by node with two.
-func runRoles(t *testing.T, e labEnv, serve, client func() error) {
-	t.Helper()
-	if e.twoNodes {
-		f := client
-		if e.server {
-			f = serve
-		}
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	errs := make(chan error, 1)
-	go func() { errs <- serve() }()
-	if err := client(); err != nil {
-		t.Error(err)
-	}
-	if err := <-errs; err != nil {
-		t.Error(err)
-	}
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabDeadPortAndNoHost: connecting where nobody listens fails fast with
@@ -176,7 +153,7 @@ func TestLabManyConnections(t *testing.T) {
 		}
 		return errors.Join(all...)
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 	if t.Failed() {
 		return
 	}
@@ -269,7 +246,7 @@ func TestLabPeerKilled(t *testing.T) {
 		t.Log("client: helper process killed while connected")
 		return nil
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabHelperDialAndHang is the child process of TestLabPeerKilled: it
@@ -336,7 +313,7 @@ func TestLabAcceptPrivateData(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabUD: SIDR resolution with DialUD/ListenUD, then a datagram each
@@ -432,7 +409,7 @@ func TestLabUD(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabContextCancelDuringConnect: cancelling Dial while it waits leaves
@@ -545,5 +522,5 @@ func TestLabPrivateDataFunc(t *testing.T) {
 		}
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }

@@ -72,5 +72,5 @@ func TestLabRNRRetry(t *testing.T) {
 		t.Logf("client: %v", wcs[0].Err())
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }

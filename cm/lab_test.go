@@ -66,17 +66,8 @@ func testLogf(t *testing.T) func(string, ...any) {
 // dialRetry dials, retrying while nobody listens yet (the other node may
 // still be starting).
 func dialRetry(ctx context.Context, addr string, o *Options) (*Conn, error) {
-	for {
-		c, err := Dial(ctx, addr, o)
-		if err == nil || !errors.Is(err, ErrNoListener) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, ErrNoListener) },
+		func() (*Conn, error) { return Dial(ctx, addr, o) })
 }
 
 // msgBuf is a registered buffer for one message.

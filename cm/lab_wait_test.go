@@ -66,5 +66,5 @@ func TestLabWaitEndsOnDisconnect(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // let the server start waiting
 		return c.Close()
 	}
-	runRoles(t, e, serve, client)
+	e.RunRoles(t, serve, client)
 }
