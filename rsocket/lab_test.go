@@ -462,3 +462,59 @@ func TestLabManyConnections(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestLabRefusesNonRsocket: a connection request whose private data is not
+// rs_conn_data is rejected by the listener (the dialer sees REJECTED),
+// counted by Refused, and Accept goes on waiting for the next request.
+func TestLabRefusesNonRsocket(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 60*time.Second)
+	port := labPort(70)
+	var l *Listener
+	if e.serves {
+		l = listenLab(t, ctx, e, port, Options{})
+	}
+	e.RunRoles(t, func() error {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		accepted := make(chan error, 1)
+		go func() {
+			c, err := l.AcceptRSocket(actx)
+			if err == nil {
+				c.Close()
+				err = errors.New("accepted a request that is not an rsocket")
+			}
+			accepted <- err
+		}()
+		for l.Refused() == 0 {
+			select {
+			case err := <-accepted:
+				return fmt.Errorf("accept returned before refusing: %v", err)
+			case <-ctx.Done():
+				return errors.New("no request was refused")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		select {
+		case err := <-accepted:
+			return fmt.Errorf("accept returned after the refusal instead of waiting: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if n := l.Refused(); n != 1 {
+			return fmt.Errorf("Refused() = %d, want 1", n)
+		}
+		return nil
+	}, func() error {
+		o := &cm.Options{PrivateData: []byte("GET / HTTP/1.0 (not an rsocket)")}
+		c, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+			func() (*cm.Conn, error) { return cm.Dial(ctx, e.Peer+":"+port, o) })
+		if err == nil {
+			c.Close()
+			return errors.New("an rsocket listener accepted a connection that is not an rsocket")
+		}
+		if !errors.Is(err, cm.ErrRejected) {
+			return fmt.Errorf("dial: %v, want REJECTED", err)
+		}
+		return nil
+	})
+}
