@@ -157,25 +157,9 @@ func cTool(t *testing.T, ctx context.Context, preload bool, name string, args ..
 	t.Helper()
 	cmd := labtest.HostTool(t, ctx, name, args...)
 	if preload {
-		lib := "/usr/lib/" + multiarch() + "/rsocket/librspreload.so"
-		if _, err := os.Stat(lib); err != nil {
-			if _, err := os.Stat("/host" + lib); err != nil {
-				labtest.Missing(t, "librspreload.so is not at %s (apt-get install librdmacm1)", lib)
-			}
-		}
-		if cmd.Env == nil {
-			cmd.Env = os.Environ()
-		}
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+		labtest.Preload(t, cmd, "rsocket/librspreload.so")
 	}
 	return cmd
-}
-
-func multiarch() string {
-	if runtime.GOARCH == "arm64" {
-		return "aarch64-linux-gnu"
-	}
-	return "x86_64-linux-gnu"
 }
 
 // rstreamPeer speaks rstream's custom test (-S size -C count, -T v):

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -58,11 +56,6 @@ func TestLabNetcat(t *testing.T) {
 	e := labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	lib := "/usr/lib/" + map[string]string{"arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
-	if runtime.GOARCH != "arm64" {
-		lib = "/usr/lib/x86_64-linux-gnu"
-	}
-	lib += "/rsocket/librspreload.so"
 	// The traditional netcat, named itself (nc is an alternatives symlink,
 	// absolute, which does not resolve under /host). OpenBSD's nc cannot
 	// be an rsocket: it listens only with SO_REUSEPORT, which rsockets
@@ -70,10 +63,10 @@ func TestLabNetcat(t *testing.T) {
 	// librspreload does not take for an rsocket (it falls back to TCP).
 	// The traditional nc stops sending when the peer's data ends, so it
 	// only receives here: rdmacat's stdin must arrive whole at nc, and
-	// both must end cleanly. Look it up here, in the test's goroutine
-	// (Missing fails the test inside the lab).
+	// both must end cleanly. Look it and librspreload up here, in the
+	// test's goroutine (Missing fails the test inside the lab).
 	const ncTool = "nc.traditional"
-	labtest.HostTool(t, ctx, ncTool)
+	labtest.Preload(t, labtest.HostTool(t, ctx, ncTool), "rsocket/librspreload.so")
 	toNC := random(2<<20+123, 1)
 	for i, ncListens := range []bool{true, false} {
 		port := strconv.Itoa(18700 + i)
@@ -83,10 +76,7 @@ func TestLabNetcat(t *testing.T) {
 			defer cancel()
 			runNC := func(args ...string) error {
 				cmd := labtest.HostTool(t, ctx, ncTool, args...)
-				if cmd.Env == nil {
-					cmd.Env = os.Environ()
-				}
-				cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+				labtest.Preload(t, cmd, "rsocket/librspreload.so")
 				cmd.Stdin = bytes.NewReader(nil)
 				var out, errb bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &errb
