@@ -277,5 +277,5 @@ func TestLabKVTable(t *testing.T) {
 		}
 		return k.c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }

@@ -163,5 +163,5 @@ func TestLabListenBacklogBounded(t *testing.T) {
 		t.Logf("client: %d rejected at once (backlog full), %d at the listener's close", full, closing)
 		return nil
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }

@@ -70,7 +70,7 @@ func TestLabRejectWithPrivateData(t *testing.T) {
 		t.Logf("client: %v", err)
 		return nil
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabDeadPortAndNoHost: connecting where nobody listens fails fast with
@@ -154,7 +154,7 @@ func TestLabManyConnections(t *testing.T) {
 		}
 		return errors.Join(all...)
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 	if t.Failed() {
 		return
 	}
@@ -247,7 +247,7 @@ func TestLabPeerKilled(t *testing.T) {
 		t.Log("client: helper process killed while connected")
 		return nil
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabHelperDialAndHang is the child process of TestLabPeerKilled: it
@@ -314,7 +314,7 @@ func TestLabAcceptPrivateData(t *testing.T) {
 		}
 		return c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabUD: SIDR resolution with DialUD/ListenUD, then a datagram each
@@ -410,7 +410,7 @@ func TestLabUD(t *testing.T) {
 		}
 		return c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }
 
 // TestLabContextCancelDuringConnect: cancelling Dial while it waits leaves
@@ -523,5 +523,5 @@ func TestLabPrivateDataFunc(t *testing.T) {
 		}
 		return c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }

@@ -73,5 +73,5 @@ func TestLabRNRRetry(t *testing.T) {
 		t.Logf("client: %v", wcs[0].Err())
 		return c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }

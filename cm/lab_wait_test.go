@@ -67,5 +67,5 @@ func TestLabWaitEndsOnDisconnect(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // let the server start waiting
 		return c.Close()
 	}
-	labtest.RunRoles(t, e.Env, serve, client)
+	e.RunRoles(t, serve, client)
 }

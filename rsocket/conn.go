@@ -219,8 +219,13 @@ func clampSGE(s rsSGE) rsSGE {
 
 // pollLoop is the connection's one waiting goroutine: it sleeps in the
 // completion channel (parked on the netpoller), and on each event processes
-// the completions and wakes whoever waits. This is the only place that waits
-// for completion events, to be replaced by a CQ-wait helper of uverbs.
+// the completions and wakes whoever waits. It is not cm.Conn.Wait
+// (uverbs.WaitCQs) on purpose: that wait polls outside c.mu and arms the
+// CQ whenever it is empty, while here every poll happens under c.mu, in
+// order with Read's and Write's own polls (two pollers would hand receive
+// completions to the protocol out of order), and the CQ is armed only
+// while a Read, Write or Close has to sleep (a busy stream costs no events).
+// The CM's end of the connection reaches waiters through done instead.
 func (c *Conn) pollLoop(ctx context.Context) {
 	defer close(c.pollerDone)
 	for {

@@ -479,3 +479,27 @@ func FuzzMessages(f *testing.F) {
 		c.Write([]byte("x"))
 	})
 }
+
+// TestFakeKeepAlive: a peer that stops answering without a word (its QP is
+// gone; the CM has not noticed) fails a Read that waits for it with
+// ETIMEDOUT once a keepalive's retries fail; without keepalive the Read
+// would wait for its deadline.
+func TestFakeKeepAlive(t *testing.T) {
+	a, b, w := fakePair(t, Options{KeepAlive: 20 * time.Millisecond}, Options{})
+	// A first exchange: a has published its whole ring, so nothing but
+	// the keepalive is left for it to send.
+	if _, err := b.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(a, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.ends[1].fail()
+	w.mu.Unlock()
+	a.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, err := a.Read(make([]byte, 10))
+	if !errors.Is(err, syscall.ETIMEDOUT) {
+		t.Fatalf("read from a silent peer: %v, want ETIMEDOUT from the keepalive", err)
+	}
+}

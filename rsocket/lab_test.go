@@ -35,14 +35,13 @@ func labPort(n int) string { return strconv.Itoa(labPortBase + n) }
 
 type labEnv struct {
 	labtest.Env
-	twoNodes bool
-	server   bool
+	serves bool // this process runs the serving side: one node, or node 0 of two
 }
 
 func requireLab(t *testing.T) labEnv {
 	t.Helper()
 	e := labtest.Require(t)
-	return labEnv{Env: e, twoNodes: os.Getenv("RDMALAB_NODES") == "2", server: e.Node == "0"}
+	return labEnv{Env: e, serves: !e.TwoNodes || e.Node == "0"}
 }
 
 func labCtx(t *testing.T, d time.Duration) context.Context {
@@ -51,42 +50,10 @@ func labCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// runRoles runs serve and client: both here with one node, by node with two.
-func runRoles(t *testing.T, e labEnv, serve, client func() error) {
-	t.Helper()
-	if e.twoNodes {
-		f := client
-		if e.server {
-			f = serve
-		}
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	errs := make(chan error, 1)
-	go func() { errs <- serve() }()
-	if err := client(); err != nil {
-		t.Error(err)
-	}
-	if err := <-errs; err != nil {
-		t.Error(err)
-	}
-}
-
 // dialRetry dials, retrying while nobody listens yet.
 func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
-	for {
-		c, err := d.Dial(ctx, "tcp", addr)
-		if err == nil || !errors.Is(err, cm.ErrNoListener) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+		func() (*Conn, error) { return d.Dial(ctx, "tcp", addr) })
 }
 
 func listenLab(t *testing.T, ctx context.Context, e labEnv, port string, o Options) *Listener {
@@ -108,10 +75,10 @@ func TestLabStream(t *testing.T) {
 	for i, o := range []Options{{}, {SendBuffer: 8192, RecvBuffer: 8192, SendQueue: 16, RecvQueue: 16, Inline: NoInline}} {
 		port := labPort(1 + i)
 		var l *Listener
-		if !e.twoNodes || e.server {
+		if e.serves {
 			l = listenLab(t, ctx, e, port, o)
 		}
-		runRoles(t, e, func() error {
+		e.RunRoles(t, func() error {
 			c, err := l.AcceptRSocket(ctx)
 			if err != nil {
 				return err
@@ -155,7 +122,7 @@ func echoCheck(c net.Conn, n int) error {
 // pairs of real rsocket connections (one node: rxe loops back).
 func TestLabNettest(t *testing.T) {
 	e := requireLab(t)
-	if e.twoNodes {
+	if e.TwoNodes {
 		t.Skip("runs on one node (both ends of each pair in this process); the two-node runs cover the wire")
 	}
 	ctx := labCtx(t, 300*time.Second)
@@ -190,25 +157,9 @@ func cTool(t *testing.T, ctx context.Context, preload bool, name string, args ..
 	t.Helper()
 	cmd := labtest.HostTool(t, ctx, name, args...)
 	if preload {
-		lib := "/usr/lib/" + multiarch() + "/rsocket/librspreload.so"
-		if _, err := os.Stat(lib); err != nil {
-			if _, err := os.Stat("/host" + lib); err != nil {
-				labtest.Missing(t, "librspreload.so is not at %s (apt-get install librdmacm1)", lib)
-			}
-		}
-		if cmd.Env == nil {
-			cmd.Env = os.Environ()
-		}
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+		labtest.Preload(t, cmd, "rsocket/librspreload.so")
 	}
 	return cmd
-}
-
-func multiarch() string {
-	if runtime.GOARCH == "arm64" {
-		return "aarch64-linux-gnu"
-	}
-	return "x86_64-linux-gnu"
 }
 
 // rstreamPeer speaks rstream's custom test (-S size -C count, -T v):
@@ -293,9 +244,9 @@ func TestLabRstream(t *testing.T) {
 					return rstreamPeer(c, true, sz.size, sz.count)
 				}
 				if cServer {
-					runRoles(t, e, func() error { return runC("-b", e.Addr) }, goClient)
+					e.RunRoles(t, func() error { return runC("-b", e.Addr) }, goClient)
 				} else {
-					if !e.twoNodes {
+					if !e.TwoNodes {
 						// The Go server must listen before rstream connects.
 						errs := make(chan error, 1)
 						go func() { errs <- goServer() }()
@@ -308,7 +259,7 @@ func TestLabRstream(t *testing.T) {
 						}
 						return
 					}
-					runRoles(t, e, goServer, func() error {
+					e.RunRoles(t, goServer, func() error {
 						time.Sleep(2 * time.Second)
 						return runC("-s", e.Peer)
 					})
@@ -328,11 +279,11 @@ func TestLabCurlHTTP(t *testing.T) {
 	body := randomBytes(3<<20, 11)
 	want := sha256.Sum256(body)
 	var l *Listener
-	if !e.twoNodes || e.server {
+	if e.serves {
 		l = listenLab(t, ctx, e, port, Options{})
 	}
 	done := make(chan struct{})
-	runRoles(t, e, func() error {
+	e.RunRoles(t, func() error {
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			w.Write(body)
@@ -351,7 +302,7 @@ func TestLabCurlHTTP(t *testing.T) {
 		return nil
 	}, func() error {
 		defer close(done)
-		if e.twoNodes {
+		if e.TwoNodes {
 			time.Sleep(2 * time.Second)
 		}
 		out := filepath.Join("/tmp", "rsocket-curl-"+e.Node)
@@ -378,7 +329,7 @@ func TestLabCurlHTTP(t *testing.T) {
 // fails with ECONNRESET within seconds.
 func TestLabPeerKilled(t *testing.T) {
 	e := requireLab(t)
-	if e.twoNodes {
+	if e.TwoNodes {
 		t.Skip("one node: the killed peer is a child process")
 	}
 	ctx := labCtx(t, 60*time.Second)
@@ -451,12 +402,12 @@ func TestLabManyConnections(t *testing.T) {
 	const n = 100
 	port := labPort(60)
 	var l *Listener
-	if !e.twoNodes || e.server {
+	if e.serves {
 		l = listenLab(t, ctx, e, port, Options{})
 	}
 	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
 	g0, f0 := runtime.NumGoroutine(), fds()
-	runRoles(t, e, func() error {
+	e.RunRoles(t, func() error {
 		for range n {
 			c, err := l.AcceptRSocket(ctx)
 			if err != nil {
@@ -494,4 +445,60 @@ func TestLabManyConnections(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestLabRefusesNonRsocket: a connection request whose private data is not
+// rs_conn_data is rejected by the listener (the dialer sees REJECTED),
+// counted by Refused, and Accept goes on waiting for the next request.
+func TestLabRefusesNonRsocket(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 60*time.Second)
+	port := labPort(70)
+	var l *Listener
+	if e.serves {
+		l = listenLab(t, ctx, e, port, Options{})
+	}
+	e.RunRoles(t, func() error {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		accepted := make(chan error, 1)
+		go func() {
+			c, err := l.AcceptRSocket(actx)
+			if err == nil {
+				c.Close()
+				err = errors.New("accepted a request that is not an rsocket")
+			}
+			accepted <- err
+		}()
+		for l.Refused() == 0 {
+			select {
+			case err := <-accepted:
+				return fmt.Errorf("accept returned before refusing: %v", err)
+			case <-ctx.Done():
+				return errors.New("no request was refused")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		select {
+		case err := <-accepted:
+			return fmt.Errorf("accept returned after the refusal instead of waiting: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if n := l.Refused(); n != 1 {
+			return fmt.Errorf("Refused() = %d, want 1", n)
+		}
+		return nil
+	}, func() error {
+		o := &cm.Options{PrivateData: []byte("GET / HTTP/1.0 (not an rsocket)")}
+		c, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+			func() (*cm.Conn, error) { return cm.Dial(ctx, e.Peer+":"+port, o) })
+		if err == nil {
+			c.Close()
+			return errors.New("an rsocket listener accepted a connection that is not an rsocket")
+		}
+		if !errors.Is(err, cm.ErrRejected) {
+			return fmt.Errorf("dial: %v, want REJECTED", err)
+		}
+		return nil
+	})
 }

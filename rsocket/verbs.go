@@ -62,11 +62,11 @@ func (v *verbsTransport) close() error {
 
 // setup is the per-connection work done in cm's Options.Setup, with the QP
 // in INIT and before the connect or accept goes out (rs_create_ep and
-// rs_init_bufs): allocate and register the rings and the target SGL, post
-// the receives, and write this side's connection data into pd.
+// rs_init_bufs): allocate and register the rings and the target SGL and
+// post the receives; then Options.PrivateDataFunc (privateData) sends this
+// side's connection data, which names that memory.
 type setup struct {
 	cfg config
-	pd  [connDataLen]byte
 	v   *verbsTransport
 	mem *memory
 }
@@ -108,9 +108,16 @@ func (s *setup) run(cc *cm.Conn) error {
 	if err := s.v.postRecv(cfg.rqSize); err != nil {
 		return fmt.Errorf("rsocket: post receives: %w", err)
 	}
-	d := ownConnData(m, cfg)
-	d.marshal(s.pd[:])
 	return nil
+}
+
+// privateData is this side's rs_conn_data (rs_format_conn_data), after run
+// registered the memory it names.
+func (s *setup) privateData(*cm.Conn) ([]byte, error) {
+	b := make([]byte, connDataLen)
+	d := ownConnData(s.mem, &s.cfg)
+	d.marshal(b)
+	return b, nil
 }
 
 // free releases the memory of a setup whose connection failed (after cm
@@ -137,10 +144,11 @@ func (s *setup) cmOptions(o *Options) *cm.Options {
 		SigAll:        true,
 		RetryCount:    7,
 		RNRRetryCount: 7,
-		PrivateData:   s.pd[:],
 		AckTimeout:    o.AckTimeout,
 		Setup:         s.run,
-		CloseTimeout:  o.CloseTimeout,
-		Logf:          o.Logf,
+		// PrivateDataFunc runs after Setup: the data names its memory.
+		PrivateDataFunc: s.privateData,
+		CloseTimeout:    o.CloseTimeout,
+		Logf:            o.Logf,
 	}
 }

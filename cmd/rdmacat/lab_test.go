@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -28,13 +26,8 @@ type labNet struct {
 }
 
 func (n labNet) dial(ctx context.Context, addr string) (conn, error) {
-	for {
-		c, err := n.rsocketNet.dial(ctx, addr)
-		if err == nil || !errors.Is(err, cm.ErrNoListener) || ctx.Err() != nil {
-			return c, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+		func() (conn, error) { return n.rsocketNet.dial(ctx, addr) })
 }
 
 func (n labNet) accept(ctx context.Context, addr string, listening func(net.Addr)) (conn, error) {
@@ -53,21 +46,16 @@ func random(n int, seed uint64) []byte {
 	return b
 }
 
-// TestLabNetcat: rdmacat against OpenBSD nc run under
+// TestLabNetcat: rdmacat against the traditional nc run under
 // LD_PRELOAD=librspreload.so (so nc's TCP socket is an rsocket), in both
-// roles; each side's stdin must arrive whole at the other's stdout (checked
-// by SHA-256) and both must exit 0. With two nodes node 0 runs the
-// listening side and node 1 the connecting one.
+// roles; rdmacat's stdin must arrive whole at nc's stdout (checked by
+// SHA-256), rdmacat must read nc's empty stream to its end, and both must
+// exit 0. With two nodes node 0 runs the listening side and node 1 the
+// connecting one.
 func TestLabNetcat(t *testing.T) {
 	e := labtest.Require(t)
-	two := os.Getenv("RDMALAB_NODES") == "2"
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
-	lib := "/usr/lib/" + map[string]string{"arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
-	if runtime.GOARCH != "arm64" {
-		lib = "/usr/lib/x86_64-linux-gnu"
-	}
-	lib += "/rsocket/librspreload.so"
 	// The traditional netcat, named itself (nc is an alternatives symlink,
 	// absolute, which does not resolve under /host). OpenBSD's nc cannot
 	// be an rsocket: it listens only with SO_REUSEPORT, which rsockets
@@ -75,10 +63,10 @@ func TestLabNetcat(t *testing.T) {
 	// librspreload does not take for an rsocket (it falls back to TCP).
 	// The traditional nc stops sending when the peer's data ends, so it
 	// only receives here: rdmacat's stdin must arrive whole at nc, and
-	// both must end cleanly. Look it up here, in the test's goroutine
-	// (Missing fails the test inside the lab).
+	// both must end cleanly. Look it and librspreload up here, in the
+	// test's goroutine (Missing fails the test inside the lab).
 	const ncTool = "nc.traditional"
-	labtest.HostTool(t, ctx, ncTool)
+	labtest.Preload(t, labtest.HostTool(t, ctx, ncTool), "rsocket/librspreload.so")
 	toNC := random(2<<20+123, 1)
 	for i, ncListens := range []bool{true, false} {
 		port := strconv.Itoa(18700 + i)
@@ -88,10 +76,7 @@ func TestLabNetcat(t *testing.T) {
 			defer cancel()
 			runNC := func(args ...string) error {
 				cmd := labtest.HostTool(t, ctx, ncTool, args...)
-				if cmd.Env == nil {
-					cmd.Env = os.Environ()
-				}
-				cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib)
+				labtest.Preload(t, cmd, "rsocket/librspreload.so")
 				cmd.Stdin = bytes.NewReader(nil)
 				var out, errb bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &out, &errb
@@ -117,15 +102,20 @@ func TestLabNetcat(t *testing.T) {
 				return nil
 			}
 			nw := labNet{addrs: make(chan net.Addr, 1)}
-			listenerNode, connect := e.Node == "0", e.Peer+":"+port
+			connect := e.Peer + ":" + port
 			var lfn, cfn func() error
 			if ncListens {
 				lfn = func() error { return runNC("-l", "-s", e.Addr, "-p", port) }
-				cfn = func() error { return runCat(nw, connect) }
+				cfn = func() error {
+					if !e.TwoNodes {
+						time.Sleep(500 * time.Millisecond) // let nc listen
+					}
+					return runCat(nw, connect)
+				}
 			} else {
 				lfn = func() error { return runCat(nw, "-l", e.Addr+":"+port) }
 				cfn = func() error {
-					if !two {
+					if !e.TwoNodes {
 						select {
 						case <-nw.addrs:
 						case <-ctx.Done():
@@ -137,36 +127,15 @@ func TestLabNetcat(t *testing.T) {
 					return runNC(e.Peer, port)
 				}
 			}
-			if two {
-				f := cfn
-				if listenerNode {
-					f = lfn
-				}
-				if err := f(); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			errs := make(chan error, 1)
-			go func() {
-				err := errors.New("the listening side stopped early")
+			e.RunRoles(t, func() (err error) {
+				err = errors.New("the listening side stopped early")
 				defer func() {
 					if err != nil {
 						cancel() // the connecting side would wait for nothing
 					}
-					errs <- err
 				}()
-				err = lfn()
-			}()
-			if ncListens {
-				time.Sleep(500 * time.Millisecond)
-			}
-			if err := cfn(); err != nil {
-				t.Error(err)
-			}
-			if err := <-errs; err != nil {
-				t.Error(err)
-			}
+				return lfn()
+			}, cfn)
 		})
 	}
 }

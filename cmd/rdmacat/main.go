@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -198,11 +199,15 @@ func runNet(ctx context.Context, args []string, nw network, stdin io.Reader, std
 
 // pump copies stdin to c (then CloseWrite) and c to stdout (until EOF), at
 // once; ctx's end closes c, which stops both.
+//
+// The sending goroutine may outlive pump (stdin blocks, the connection
+// failed), so it counts what it sent in an atomic, never in sum.
 func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *summary) (sendErr, recvErr error) {
 	sent := make(chan error, 1)
+	var sentBytes atomic.Int64
+	defer func() { sum.SentBytes = sentBytes.Load() }()
 	go func() {
-		n, err := io.Copy(c, stdin)
-		sum.SentBytes = n
+		_, err := io.Copy(countWriter{c, &sentBytes}, stdin)
 		if err == nil {
 			err = c.CloseWrite()
 		}
@@ -234,4 +239,16 @@ func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *s
 		sendErr = ctx.Err()
 	}
 	return sendErr, recvErr
+}
+
+// countWriter adds what it writes to n.
+type countWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (cw countWriter) Write(p []byte) (int, error) {
+	k, err := cw.w.Write(p)
+	cw.n.Add(int64(k))
+	return k, err
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -118,11 +119,26 @@ func TestPeerReset(t *testing.T) {
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close() // RST
 	}()
-	pr, pw := io.Pipe() // stdin that never ends
-	defer pw.Close()
+	before := runtime.NumGoroutine()
 	var out, errb bytes.Buffer
-	code := runNet(ctx, []string{"--json", l.Addr().String()}, tcpNet{}, pr, &out, &errb)
+	// stdin ends only long after the failure (as a terminal's would not).
+	code := runNet(ctx, []string{"--json", l.Addr().String()}, tcpNet{}, lateEOF(time.Second), &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), `"ok":false`) {
 		t.Fatalf("exit %d, stderr %q; want 1 and a failed summary", code, errb.String())
 	}
+	// The sending goroutine outlived runNet, blocked on stdin: let it end
+	// while the test runs, so that -race sees whether it touches what
+	// runNet reported.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lateEOF is a reader that ends, with nothing, after a while.
+type lateEOF time.Duration
+
+func (d lateEOF) Read([]byte) (int, error) {
+	time.Sleep(time.Duration(d))
+	return 0, io.EOF
 }

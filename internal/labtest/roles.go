@@ -4,6 +4,7 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -16,10 +17,11 @@ func Context(t testing.TB, d time.Duration) context.Context {
 }
 
 // RunRoles runs the two sides of a test: with one node serve in a goroutine
-// and client here, both errors reported; with two nodes (e.TwoNodes) only
-// this node's side, serve on node 0 and client on node 1, whose error
-// fails t at once.
-func RunRoles(t testing.TB, e Env, serve, client func() error) {
+// and client here, both errors reported (a serving side that stops without
+// returning, as t.FailNow in its goroutine does, fails t too); with two
+// nodes (e.TwoNodes) only this node's side, serve on node 0 and client on
+// node 1, whose error fails t at once.
+func (e Env) RunRoles(t testing.TB, serve, client func() error) {
 	t.Helper()
 	if e.TwoNodes {
 		f := client
@@ -32,7 +34,11 @@ func RunRoles(t testing.TB, e Env, serve, client func() error) {
 		return
 	}
 	errs := make(chan error, 1)
-	go func() { errs <- serve() }()
+	go func() {
+		err := errors.New("the serving side stopped without returning (a FailNow in its goroutine?)")
+		defer func() { errs <- err }()
+		err = serve()
+	}()
 	if err := client(); err != nil {
 		t.Error(err)
 	}

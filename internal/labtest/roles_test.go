@@ -19,7 +19,7 @@ func TestRunRolesRunsThisNodesSide(t *testing.T) {
 		{Env{Node: "1", TwoNodes: true}, false, true},
 	} {
 		var served, connected bool
-		RunRoles(t, c.env,
+		c.env.RunRoles(t,
 			func() error { served = true; return nil },
 			func() error { connected = true; return nil })
 		if served != c.serves || connected != c.connects {

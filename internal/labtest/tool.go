@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 )
 
@@ -34,4 +35,28 @@ func HostTool(t testing.TB, ctx context.Context, name string, args ...string) *e
 	}
 	Missing(t, "the C tool %s is not installed on the host (apt-get install ibverbs-utils iproute2 rdmacm-utils)", name)
 	return nil
+}
+
+// Preload makes cmd (from HostTool) run with LD_PRELOAD set to the host's
+// library lib, a path under /usr/lib/<multiarch>/ such as
+// "rsocket/librspreload.so". A library that is not installed skips the
+// test outside the lab and fails it inside (see Missing): ld.so would
+// only warn and run the tool without it.
+func Preload(t testing.TB, cmd *exec.Cmd, lib string) {
+	t.Helper()
+	arch := "x86_64-linux-gnu"
+	if runtime.GOARCH == "arm64" {
+		arch = "aarch64-linux-gnu"
+	}
+	path := "/usr/lib/" + arch + "/" + lib
+	if _, err := os.Stat(path); err != nil {
+		if _, err := os.Stat("/host" + path); err != nil {
+			Missing(t, "%s is not installed on the host (librspreload.so: apt-get install librdmacm1)", path)
+			return
+		}
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "LD_PRELOAD="+path)
 }
