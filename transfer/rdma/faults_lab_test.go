@@ -101,17 +101,13 @@ func (s *serving) alive(t *testing.T) {
 	}
 }
 
+// sendFile sends path to a as rdmacp send does (DialSend, a 10 s wait).
 func sendFile(ctx context.Context, a string, s *transfer.Sender, path string) (*transfer.Report, error) {
 	items, _, err := transfer.Plan(path)
 	if err != nil {
 		return nil, err
 	}
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
-	return s.Send(ctx, tr, items)
+	return s.DialSend(ctx, Dialer(a, Config{}), 10*time.Second, items)
 }
 
 // TestLabSenderKilledAtRandomPoints kills the sending end (context
@@ -278,7 +274,9 @@ func TestLabDiskFull(t *testing.T) {
 }
 
 // TestLabSixteenSenders: 16 senders at once to one receiver (its default
-// limit of connections); every file arrives verified and byte-exact.
+// limit of connections, four times its limit of handshakes); each connects
+// as rdmacp send does (DialSend: those turned away busy with handshakes
+// connect again), and every file arrives verified and byte-exact.
 func TestLabSixteenSenders(t *testing.T) {
 	env := labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -292,6 +290,7 @@ func TestLabSixteenSenders(t *testing.T) {
 	content := func(i int) []byte { return labContent(fmt.Sprintf("s%02d", i), 40<<10+i*1000) }
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	busy := make([]int, n)
 	start := make(chan struct{})
 	for i := range n {
 		p := filepath.Join(src, fmt.Sprintf("s%02d", i))
@@ -301,13 +300,8 @@ func TestLabSixteenSenders(t *testing.T) {
 			defer wg.Done()
 			<-start
 			items, _, _ := transfer.Plan(p)
-			tr, _, err := DialRetry(ctx, a, Config{MaxSlots: 4}, 30*time.Second)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer tr.Close()
-			rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
+			rep, err := (&transfer.Sender{}).DialSend(ctx, Dialer(a, Config{MaxSlots: 4}), 30*time.Second, items)
+			busy[i] = rep.BusyRetries
 			if err == nil && !rep.OK(1) {
 				err = rep.Files[0].Err
 			}
@@ -319,15 +313,30 @@ func TestLabSixteenSenders(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	total := 0
 	for i, err := range errs {
+		total += busy[i]
 		if err != nil {
 			t.Errorf("sender %d: %v", i, err)
 		}
 	}
-	for i := range n {
-		if _, err := srv.waitConn(t, i+1); err != nil {
+	t.Logf("%d connections turned away busy with handshakes, each tried again", total)
+	// The receiver served n connections and turned away the ones the
+	// senders tried again.
+	refused := 0
+	for i := range n + total {
+		_, err := srv.waitConn(t, i+1)
+		switch {
+		case errors.Is(err, transfer.ErrHandshakeBusy):
+			refused++
+		case err != nil:
 			t.Errorf("receiver, a connection: %v", err)
 		}
+	}
+	if refused != total {
+		t.Errorf("the receiver turned away %d connections, the senders tried %d again", refused, total)
+	}
+	for i := range n {
 		b, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("s%02d", i)))
 		if err != nil || !bytes.Equal(b, content(i)) {
 			t.Errorf("s%02d: %d bytes (%v), want %d", i, len(b), err, len(content(i)))
