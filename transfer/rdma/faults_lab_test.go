@@ -90,6 +90,19 @@ func (s *serving) waitConn(t *testing.T, n int) (*transfer.ConnReport, error) {
 	}
 }
 
+// refused is how many connections ended turned away busy with handshakes.
+func (s *serving) refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, err := range s.errs {
+		if errors.Is(err, transfer.ErrHandshakeBusy) {
+			n++
+		}
+	}
+	return n
+}
+
 // alive fails the test if Serve has returned.
 func (s *serving) alive(t *testing.T) {
 	t.Helper()
@@ -274,18 +287,39 @@ func TestLabDiskFull(t *testing.T) {
 }
 
 // TestLabSixteenSenders: 16 senders at once to one receiver (its default
-// limit of connections, four times its limit of handshakes); each connects
-// as rdmacp send does (DialSend: those turned away busy with handshakes
-// connect again), and every file arrives verified and byte-exact.
+// limit of connections, four times its default limit of handshakes); each
+// connects as rdmacp send does (DialSend: those turned away busy with
+// handshakes connect again), and every file arrives verified and
+// byte-exact. Every sender's HELLO waits until the receiver has turned
+// away the 12 connections beyond its handshake cap, so the burst
+// overfills the cap whatever the timing.
 func TestLabSixteenSenders(t *testing.T) {
 	env := labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const port, n = 18642, 16
+	const port, n, hands = 18642, 16, 4
 	dst := t.TempDir()
-	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute}
+	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands}
 	srv := serve(t, ctx, port, Config{MaxSlots: 4}, r)
 	a := addr(env.Addr, port)
+	gate := make(chan struct{})
+	go func() {
+		defer close(gate)
+		// At most 6 s: well within the receiver's handshake timeout
+		// (10 s), which the admitted senders' held HELLOs must beat.
+		deadline := time.Now().Add(6 * time.Second)
+		for srv.refused() < n-hands && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	dial := Dialer(a, Config{MaxSlots: 4})
+	gated := func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
+		tr, retries, err := dial(ctx, wait)
+		if err != nil {
+			return nil, retries, err
+		}
+		return &heldHello{Transport: tr, gate: gate}, retries, nil
+	}
 	src := t.TempDir()
 	content := func(i int) []byte { return labContent(fmt.Sprintf("s%02d", i), 40<<10+i*1000) }
 	var wg sync.WaitGroup
@@ -300,7 +334,7 @@ func TestLabSixteenSenders(t *testing.T) {
 			defer wg.Done()
 			<-start
 			items, _, _ := transfer.Plan(p)
-			rep, err := (&transfer.Sender{}).DialSend(ctx, Dialer(a, Config{MaxSlots: 4}), 30*time.Second, items)
+			rep, err := (&transfer.Sender{}).DialSend(ctx, gated, 30*time.Second, items)
 			busy[i] = rep.BusyRetries
 			if err == nil && !rep.OK(1) {
 				err = rep.Files[0].Err
@@ -333,8 +367,8 @@ func TestLabSixteenSenders(t *testing.T) {
 			t.Errorf("receiver, a connection: %v", err)
 		}
 	}
-	if refused != total {
-		t.Errorf("the receiver turned away %d connections, the senders tried %d again", refused, total)
+	if refused != total || refused < n-hands {
+		t.Errorf("the receiver turned away %d connections, the senders tried %d again; want equal and at least %d", refused, total, n-hands)
 	}
 	for i := range n {
 		b, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("s%02d", i)))
@@ -343,6 +377,26 @@ func TestLabSixteenSenders(t *testing.T) {
 		}
 	}
 	srv.alive(t)
+}
+
+// heldHello is a Transport whose first message (HELLO) waits until gate
+// is closed.
+type heldHello struct {
+	transfer.Transport
+	gate <-chan struct{}
+	sent bool
+}
+
+func (h *heldHello) Send(ctx context.Context, msg []byte) error {
+	if !h.sent {
+		h.sent = true
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Transport.Send(ctx, msg)
 }
 
 // rawRDMA speaks the protocol by hand over a real RDMA connection, to send
