@@ -32,6 +32,13 @@ const (
 	CodeInternal     Code = 15 // a bug or resource failure (memory registration, ...)
 	CodeNotDir       Code = 16 // a path component is not a directory, or the target is one
 	CodeShutdown     Code = 17 // the receiver is shutting down
+	// CodeHandshakeBusy refuses a connection before anything else happens:
+	// the receiver already has as many connections in their handshake as
+	// it allows (Receiver.MaxHandshakes). Unlike CodeBusy it means "come
+	// back in a moment": Sender.DialSend connects again. Receivers before
+	// it sent CodeBusy (which a sender does not retry); senders before it
+	// fail with "error code 18" and the receiver's text.
+	CodeHandshakeBusy Code = 18
 )
 
 var codeNames = [...]string{
@@ -42,6 +49,7 @@ var codeNames = [...]string{
 	CodeIO: "I/O error", CodeDigest: "digest mismatch", CodeBusy: "busy",
 	CodeAborted: "aborted by sender", CodeInternal: "internal error",
 	CodeNotDir: "not a directory", CodeShutdown: "receiver shutting down",
+	CodeHandshakeBusy: "busy with handshakes",
 }
 
 func (c Code) String() string {
@@ -99,6 +107,9 @@ var (
 	ErrInternal     = &Error{Code: CodeInternal}
 	ErrNotDir       = &Error{Code: CodeNotDir}
 	ErrShutdown     = &Error{Code: CodeShutdown}
+	// ErrHandshakeBusy is the receiver refusing a connection because its
+	// handshake cap is full; see CodeHandshakeBusy and Sender.DialSend.
+	ErrHandshakeBusy = &Error{Code: CodeHandshakeBusy}
 )
 
 // Transport-level sentinels. Transports wrap their failures with these so

@@ -172,29 +172,18 @@ func TestHandshakeCap(t *testing.T) {
 		silent = append(silent, s)
 		waitHandshakes(t, r, i+1)
 	}
-	// The cap is full: the next one is refused at once, busy.
+	// The cap is full: the next one is refused at once, busy with
+	// handshakes.
 	c, _ := ln.Dial(ctx, transfertest.Config{})
 	defer c.Close()
-	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != transfer.CodeBusy || !strings.Contains(e.Text, "handshake") {
-		t.Errorf("third silent connection: %v %q, want busy (handshakes)", e.Code, e.Text)
+	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != transfer.CodeHandshakeBusy || !strings.Contains(e.Text, "handshake") {
+		t.Errorf("third silent connection: %v %q, want busy with handshakes", e.Code, e.Text)
 	}
 	// One silent peer leaves: an honest sender gets in while the other
-	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4).
+	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4), connecting
+	// again while the closed peer's slot is being released.
 	silent[0].Close()
-	var err error
-	var rep *transfer.Report
-	for range 200 {
-		d, derr := ln.Dial(ctx, transfertest.Config{})
-		if derr != nil {
-			t.Fatal(derr)
-		}
-		rep, err = (&transfer.Sender{}).Send(ctx, d, plan(t, filepath.Join(src, "f")))
-		d.Close()
-		if !errors.Is(err, transfer.ErrBusy) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // the closed peer's slot is released
-	}
+	rep, err := (&transfer.Sender{}).DialSend(ctx, memDialer(ln, transfertest.Config{}), 10*time.Second, plan(t, filepath.Join(src, "f")))
 	if err != nil {
 		t.Fatalf("honest sender: %v", err)
 	}

@@ -69,7 +69,10 @@ type Receiver struct {
 	MaxConns    int
 	// MaxHandshakes limits the connections that have not finished HELLO
 	// (and AUTH) yet, a share of MaxConns of their own (default a quarter
-	// of MaxConns, at least 1): silent peers cannot use up MaxConns.
+	// of MaxConns, at least 1): silent peers cannot use up MaxConns. A
+	// connection beyond it is refused at once with CodeHandshakeBusy,
+	// which honest senders take as "connect again shortly"
+	// (Sender.DialSend).
 	MaxHandshakes int
 	// HandshakeTimeout ends a connection that has not finished HELLO (and,
 	// with a PSK, AUTH) that long after it started (default
@@ -179,7 +182,9 @@ func defInt(v, d int) int {
 
 // Serve accepts connections from ln and serves each in its own goroutine
 // until ctx is done or Accept fails; it waits for the connections it
-// started. Connections beyond MaxConns are refused with ERROR busy. onConn,
+// started. Connections beyond MaxConns are refused with ERROR busy, those
+// beyond MaxHandshakes with ERROR busy with handshakes (CodeHandshakeBusy,
+// which senders retry: see Sender.DialSend). onConn,
 // when set, is called as each connection ends.
 func (r *Receiver) Serve(ctx context.Context, ln Listener, onConn func(*ConnReport, error)) error {
 	var wg sync.WaitGroup
@@ -213,27 +218,29 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 	}
 	start := time.Now()
 	defer func() { rc.rep.Duration = time.Since(start) }()
+	// Admit the connection, or refuse it without counting it: a refused
+	// sender that connects again never finds its own refusal counted.
 	r.mu.Lock()
-	r.nconn++
-	n := r.nconn
+	full := r.nconn >= r.maxConns()
+	handshakes := !full && r.nhand >= r.maxHandshakes()
+	if !full && !handshakes {
+		r.nconn++
+		r.nhand++
+	}
 	r.mu.Unlock()
+	switch {
+	case full:
+		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
+	case handshakes:
+		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeHandshakeBusy, Text: fmt.Sprintf("the receiver already has as many connections in their handshake as it allows (%d): try again shortly", r.maxHandshakes())})
+	}
 	defer func() {
 		r.mu.Lock()
 		r.nconn--
 		r.mu.Unlock()
 	}()
-	if n > r.maxConns() {
-		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
-	}
-	r.mu.Lock()
-	r.nhand++
-	h := r.nhand
-	r.mu.Unlock()
 	rc.handing = true
 	defer rc.handshakeOver()
-	if h > r.maxHandshakes() {
-		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already has %d connections in their handshake: try again later", r.maxHandshakes())})
-	}
 	err := rc.c.explain(ctx, rc.run(ctx))
 	return rc.rep, rc.c.fail(ctx, err)
 }

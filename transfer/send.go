@@ -46,12 +46,18 @@ type Progress struct {
 	Finished bool // the item has its result
 }
 
-// Report is what a Send did.
+// Report is what a Send (or DialSend) did.
 type Report struct {
 	Files    []FileResult
 	Bytes    int64 // data written over the connection
 	Duration time.Duration
 	Retries  int
+	// DialRetries and BusyRetries are DialSend's: connection attempts
+	// that failed because nobody listened yet (as the DialFunc counts
+	// them), and connections the receiver refused busy with handshakes
+	// (ErrHandshakeBusy), each followed by another attempt.
+	DialRetries int
+	BusyRetries int
 }
 
 // OK reports whether every item of the Send was verified.
@@ -73,6 +79,14 @@ func (r *Report) OK(items int) bool {
 // connection (the peer went away, authentication, a protocol violation,
 // ctx). The caller closes t.
 func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, error) {
+	rep, _, err := s.send(ctx, t, items)
+	return rep, err
+}
+
+// send is Send; refused reports that the receiver turned the connection
+// away busy with handshakes (CodeHandshakeBusy in an ERROR before its
+// HELLO): nothing was sent, and connecting again later may succeed.
+func (s *Sender) send(ctx context.Context, t Transport, items []Item) (rep *Report, refused bool, err error) {
 	idle := s.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
@@ -82,7 +96,7 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 		sc.total += it.Size
 	}
 	start := time.Now()
-	err := sc.run(ctx)
+	err = sc.run(ctx)
 	if sc.stage != nil {
 		// After a clean run every item has its RESULT and the BYEs are
 		// exchanged: a peer gone before acknowledging our last message
@@ -94,7 +108,10 @@ func (s *Sender) Send(ctx context.Context, t Transport, items []Item) (*Report, 
 		sc.stage.Close()
 	}
 	sc.rep.Duration = time.Since(start)
-	return sc.rep, sc.c.fail(ctx, sc.c.explain(ctx, err))
+	err = sc.c.fail(ctx, sc.c.explain(ctx, err))
+	var e *Error
+	refused = !sc.greeted && errors.As(err, &e) && e.Remote && e.Code == CodeHandshakeBusy
+	return sc.rep, refused, err
 }
 
 type sendConn struct {
@@ -109,6 +126,7 @@ type sendConn struct {
 	total    int64
 	done     int64
 	item     int
+	greeted  bool // the receiver's HELLO came
 }
 
 func (sc *sendConn) run(ctx context.Context) error {
@@ -175,6 +193,7 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sc.greeted = true
 	switch {
 	case hr.Role != RoleReceiver:
 		return protoErrorf("HELLO from a %v: the listening end must be a receiver", hr.Role)

@@ -19,7 +19,8 @@ import (
 // network is how rdmacp connects: RDMA (rdmaNet), or memory in tests.
 type network interface {
 	Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error)
-	Dial(ctx context.Context, addr string, cfg rdma.Config, wait time.Duration) (transfer.Transport, int, error)
+	// Dialer connects to addr for transfer.Sender.DialSend.
+	Dialer(addr string, cfg rdma.Config) transfer.DialFunc
 }
 
 type rdmaNet struct{}
@@ -28,13 +29,7 @@ func (rdmaNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transf
 	return rdma.Listen(ctx, addr, cfg)
 }
 
-func (rdmaNet) Dial(ctx context.Context, addr string, cfg rdma.Config, wait time.Duration) (transfer.Transport, int, error) {
-	t, n, err := rdma.DialRetry(ctx, addr, cfg, wait)
-	if err != nil {
-		return nil, n, err
-	}
-	return t, n, nil
-}
+func (rdmaNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc { return rdma.Dialer(addr, cfg) }
 
 // common are the flags of both commands.
 type common struct {

@@ -41,17 +41,26 @@ func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (tran
 	return n.ln, nil
 }
 
-func (n *memNet) Dial(ctx context.Context, addr string, cfg rdma.Config, wait time.Duration) (transfer.Transport, int, error) {
-	if n.failDial != nil {
-		return nil, 3, n.failDial
+func (n *memNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc {
+	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
+		if n.failDial != nil {
+			return nil, 3, n.failDial
+		}
+		select {
+		case <-n.ready: // listening: connect even with no wait left
+		default:
+			select {
+			case <-n.ready:
+			case <-time.After(wait):
+				return nil, 0, cm.ErrNoListener
+			}
+		}
+		t, err := n.ln.Dial(ctx, transfertest.Config{MaxSlots: cfg.MaxSlots})
+		if err != nil {
+			return nil, 0, err
+		}
+		return t, 0, nil
 	}
-	select {
-	case <-n.ready:
-	case <-time.After(wait):
-		return nil, 0, cm.ErrNoListener
-	}
-	t, err := n.ln.Dial(ctx, transfertest.Config{MaxSlots: cfg.MaxSlots})
-	return t, 0, err
 }
 
 type result struct {
@@ -332,5 +341,69 @@ func checkPrintable(t *testing.T, what, out string) {
 	}
 	if n != 1 {
 		t.Errorf("%s: %d summary lines, want 1: %q", what, n, out)
+	}
+}
+
+// A receiver whose handshake cap is held (--max-handshakes 1, a peer that
+// sent HELLO and never AUTH): send keeps trying for its --wait, then exits
+// 1 saying the receiver stayed busy and what to do, counting the retries
+// in busy_retries; once the cap frees, send gets through.
+func TestSendBusyReceiver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	os.WriteFile(key, []byte("aaaaaaaaaaaaaaaaaaaaaaaa\n"), 0o600)
+	src := filepath.Join(dir, "f")
+	os.WriteFile(src, []byte("data"), 0o644)
+	dst := t.TempDir()
+	nw := newMemNet()
+	rctx, stop := context.WithCancel(ctx)
+	rc := make(chan result, 1)
+	go func() {
+		rc <- runCmd(rctx, nw, "recv", "--psk-file", key, "--max-handshakes", "1", dst)
+	}()
+	<-nw.ready
+	holder, err := nw.ln.Dial(ctx, transfertest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK,
+		MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	if err := holder.Send(ctx, hello); err != nil {
+		t.Fatal(err)
+	}
+	// The receiver's HELLO says the holder was let in: it holds the cap.
+	if a, err := holder.Receive(ctx); err != nil {
+		t.Fatal(err)
+	} else if m, err := transfer.Decode(a.Msg); err != nil || m.Type() != transfer.MsgHello {
+		t.Fatalf("holder got %v (%v), want HELLO", m, err)
+	}
+
+	s := runCmd(ctx, nw, "send", "--json", "--psk-file", key, "--wait", "300ms", src, "h")
+	var ss sendSummary
+	if jerr := json.Unmarshal([]byte(s.stdout), &ss); jerr != nil || ss.OK || ss.BusyRetries < 1 || ss.Error == "" {
+		t.Errorf("busy: json %q (%v), want not ok, busy_retries ≥ 1, an error", s.stdout, jerr)
+	}
+	if s.code != 1 || !strings.Contains(s.stderr, "stayed busy for the whole wait of 300ms") || !strings.Contains(s.stderr, "--max-handshakes") {
+		t.Errorf("busy: exit %d, stderr %q; want 1 and what to do", s.code, s.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "f")); err == nil {
+		t.Error("busy: the file arrived")
+	}
+	t.Logf("busy: %s", s.stderr)
+
+	holder.Close()
+	s = runCmd(ctx, nw, "send", "--json", "--psk-file", key, "--wait", "10s", src, "h")
+	ss = sendSummary{}
+	if jerr := json.Unmarshal([]byte(s.stdout), &ss); s.code != 0 || jerr != nil || !ss.OK {
+		t.Errorf("after the holder left: exit %d, stderr %q, json %q (%v)", s.code, s.stderr, s.stdout, jerr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "data" {
+		t.Errorf("received %q", b)
+	}
+	stop()
+	if r := <-rc; r.code != 0 {
+		t.Errorf("recv exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -26,7 +26,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	c.register(fs)
 	resume := fs.Bool("resume", false, "continue partial copies the receiver kept from an interrupted transfer (both ends' prefixes are compared by SHA-256)")
 	retries := fs.Int("retries", 1, "send a file again up to `N` times when it fails verification")
-	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens")
+	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens, or while it turns senders away busy with other senders' handshakes")
 	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -68,18 +68,14 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		}
 	}
 
-	t, dialRetries, err := nw.Dial(ctx, peer, c.rdmaConfig(stderr), *wait)
-	sum.DialRetries = dialRetries
-	if err != nil {
-		return fail(err)
+	dial := nw.Dialer(peer, c.rdmaConfig(stderr))
+	if c.verbose {
+		dial = closeReported(dial, stderr)
 	}
 	bar := newProgress(stderr, !c.quiet && isTerminal(stderr))
 	s := &transfer.Sender{PSK: psk, Resume: *resume, Slots: c.slots, SlotSize: int(c.slotSize), Retries: *retries, Progress: bar.update}
-	rep, err := s.Send(ctx, t, items)
+	rep, err := s.DialSend(ctx, dial, *wait, items)
 	bar.finish()
-	if cerr := t.Close(); cerr != nil && c.verbose {
-		fmt.Fprintf(stderr, "rdmacp: close: %v\n", cerr)
-	}
 
 	sum.fill(rep)
 	sum.PeakRSS = peakRSS()
@@ -113,6 +109,30 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	return 0
 }
 
+// closeReported is dial whose connections print what Close returns (-v).
+func closeReported(dial transfer.DialFunc, stderr io.Writer) transfer.DialFunc {
+	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
+		t, n, err := dial(ctx, wait)
+		if err != nil {
+			return nil, n, err
+		}
+		return reportClose{t, stderr}, n, nil
+	}
+}
+
+type reportClose struct {
+	transfer.Transport
+	w io.Writer
+}
+
+func (t reportClose) Close() error {
+	err := t.Transport.Close()
+	if err != nil {
+		fmt.Fprintf(t.w, "rdmacp: close: %v\n", err)
+	}
+	return err
+}
+
 // report prints one error and, once per kind, what to do about it.
 // Names and error texts may come from the peer: they are escaped.
 func report(w io.Writer, name string, err error, peer string) {
@@ -137,6 +157,7 @@ type sendSummary struct {
 	Throughput  float64       `json:"throughput_bytes_per_second"`
 	Retries     int           `json:"retries"`
 	DialRetries int           `json:"dial_retries"`
+	BusyRetries int           `json:"busy_retries"` // connections the receiver turned away busy with handshakes, each tried again
 	PeakRSS     int64         `json:"peak_rss_bytes,omitempty"`
 	Error       string        `json:"error,omitempty"`
 }
@@ -184,6 +205,8 @@ func (s *sendSummary) fill(rep *transfer.Report) {
 	}
 	s.Bytes = rep.Bytes
 	s.Retries = rep.Retries
+	s.DialRetries = rep.DialRetries
+	s.BusyRetries = rep.BusyRetries
 	s.Seconds = rep.Duration.Seconds()
 	if s.Seconds > 0 {
 		s.Throughput = float64(rep.Bytes) / s.Seconds

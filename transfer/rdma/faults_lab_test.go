@@ -90,6 +90,19 @@ func (s *serving) waitConn(t *testing.T, n int) (*transfer.ConnReport, error) {
 	}
 }
 
+// refused is how many connections ended turned away busy with handshakes.
+func (s *serving) refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, err := range s.errs {
+		if errors.Is(err, transfer.ErrHandshakeBusy) {
+			n++
+		}
+	}
+	return n
+}
+
 // alive fails the test if Serve has returned.
 func (s *serving) alive(t *testing.T) {
 	t.Helper()
@@ -101,17 +114,13 @@ func (s *serving) alive(t *testing.T) {
 	}
 }
 
+// sendFile sends path to a as rdmacp send does (DialSend, a 10 s wait).
 func sendFile(ctx context.Context, a string, s *transfer.Sender, path string) (*transfer.Report, error) {
 	items, _, err := transfer.Plan(path)
 	if err != nil {
 		return nil, err
 	}
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.Close()
-	return s.Send(ctx, tr, items)
+	return s.DialSend(ctx, Dialer(a, Config{}), 10*time.Second, items)
 }
 
 // TestLabSenderKilledAtRandomPoints kills the sending end (context
@@ -278,20 +287,44 @@ func TestLabDiskFull(t *testing.T) {
 }
 
 // TestLabSixteenSenders: 16 senders at once to one receiver (its default
-// limit of connections); every file arrives verified and byte-exact.
+// limit of connections, four times its default limit of handshakes); each
+// connects as rdmacp send does (DialSend: those turned away busy with
+// handshakes connect again), and every file arrives verified and
+// byte-exact. Every sender's HELLO waits until the receiver has turned
+// away the 12 connections beyond its handshake cap, so the burst
+// overfills the cap whatever the timing.
 func TestLabSixteenSenders(t *testing.T) {
 	env := labtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const port, n = 18642, 16
+	const port, n, hands = 18642, 16, 4
 	dst := t.TempDir()
-	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute}
+	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands}
 	srv := serve(t, ctx, port, Config{MaxSlots: 4}, r)
 	a := addr(env.Addr, port)
+	gate := make(chan struct{})
+	go func() {
+		defer close(gate)
+		// At most 6 s: well within the receiver's handshake timeout
+		// (10 s), which the admitted senders' held HELLOs must beat.
+		deadline := time.Now().Add(6 * time.Second)
+		for srv.refused() < n-hands && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	dial := Dialer(a, Config{MaxSlots: 4})
+	gated := func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
+		tr, retries, err := dial(ctx, wait)
+		if err != nil {
+			return nil, retries, err
+		}
+		return &heldHello{Transport: tr, gate: gate}, retries, nil
+	}
 	src := t.TempDir()
 	content := func(i int) []byte { return labContent(fmt.Sprintf("s%02d", i), 40<<10+i*1000) }
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	busy := make([]int, n)
 	start := make(chan struct{})
 	for i := range n {
 		p := filepath.Join(src, fmt.Sprintf("s%02d", i))
@@ -301,13 +334,8 @@ func TestLabSixteenSenders(t *testing.T) {
 			defer wg.Done()
 			<-start
 			items, _, _ := transfer.Plan(p)
-			tr, _, err := DialRetry(ctx, a, Config{MaxSlots: 4}, 30*time.Second)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer tr.Close()
-			rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
+			rep, err := (&transfer.Sender{}).DialSend(ctx, gated, 30*time.Second, items)
+			busy[i] = rep.BusyRetries
 			if err == nil && !rep.OK(1) {
 				err = rep.Files[0].Err
 			}
@@ -319,21 +347,56 @@ func TestLabSixteenSenders(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	total := 0
 	for i, err := range errs {
+		total += busy[i]
 		if err != nil {
 			t.Errorf("sender %d: %v", i, err)
 		}
 	}
-	for i := range n {
-		if _, err := srv.waitConn(t, i+1); err != nil {
+	t.Logf("%d connections turned away busy with handshakes, each tried again", total)
+	// The receiver served n connections and turned away the ones the
+	// senders tried again.
+	refused := 0
+	for i := range n + total {
+		_, err := srv.waitConn(t, i+1)
+		switch {
+		case errors.Is(err, transfer.ErrHandshakeBusy):
+			refused++
+		case err != nil:
 			t.Errorf("receiver, a connection: %v", err)
 		}
+	}
+	if refused != total || refused < n-hands {
+		t.Errorf("the receiver turned away %d connections, the senders tried %d again; want equal and at least %d", refused, total, n-hands)
+	}
+	for i := range n {
 		b, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("s%02d", i)))
 		if err != nil || !bytes.Equal(b, content(i)) {
 			t.Errorf("s%02d: %d bytes (%v), want %d", i, len(b), err, len(content(i)))
 		}
 	}
 	srv.alive(t)
+}
+
+// heldHello is a Transport whose first message (HELLO) waits until gate
+// is closed.
+type heldHello struct {
+	transfer.Transport
+	gate <-chan struct{}
+	sent bool
+}
+
+func (h *heldHello) Send(ctx context.Context, msg []byte) error {
+	if !h.sent {
+		h.sent = true
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Transport.Send(ctx, msg)
 }
 
 // rawRDMA speaks the protocol by hand over a real RDMA connection, to send

@@ -224,22 +224,40 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 }
 
 // DialRetry is Dial that retries for up to wait while nobody listens at
-// addr yet (or its CM does not answer), backing off from 50 ms to 1 s. It
-// returns how many attempts failed before the result.
+// addr yet (or its CM does not answer), pausing transfer.RetryDelay between
+// attempts (50 ms doubling to 1 s, jittered). It returns how many attempts
+// failed before the result. A sender should use Dialer with
+// transfer.Sender.DialSend, which also waits out a receiver busy with other
+// senders' handshakes.
 func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
 	deadline := time.Now().Add(wait)
-	backoff := 50 * time.Millisecond
 	for retries := 0; ; retries++ {
 		t, err := Dial(ctx, addr, cfg)
-		if err == nil || !Retryable(err) || time.Now().Add(backoff).After(deadline) {
+		pause := transfer.RetryDelay(retries)
+		if err == nil || !Retryable(err) || time.Now().Add(pause).After(deadline) {
 			return t, retries, err
 		}
+		timer := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil, retries, err
-		case <-time.After(backoff):
+		case <-timer.C:
 		}
-		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Dialer is DialRetry to addr with cfg as a transfer.DialFunc, for
+// transfer.Sender.DialSend: how rdmacp send connects, retrying while nobody
+// listens at addr and while the receiver is busy with handshakes, all
+// within one wait.
+func Dialer(addr string, cfg Config) transfer.DialFunc {
+	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
+		t, n, err := DialRetry(ctx, addr, cfg, wait)
+		if err != nil {
+			return nil, n, err // not a nil *Transport in the interface
+		}
+		return t, n, nil
 	}
 }
 
