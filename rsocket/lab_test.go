@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -284,16 +285,38 @@ func TestLabCurlHTTP(t *testing.T) {
 	}
 	done := make(chan struct{})
 	e.RunRoles(t, func() error {
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body)
-		})}
+		// The server stops once curl has hung up on a connection that got
+		// its response (with two nodes the client's done is on the other
+		// node), or with one node once the client is done.
+		var mu sync.Mutex
+		served := map[net.Conn]bool{}
+		hungUp := make(chan struct{})
+		var once sync.Once
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				if _, err := w.Write(body); err == nil {
+					mu.Lock()
+					served[r.Context().Value(connKey{}).(net.Conn)] = true
+					mu.Unlock()
+				}
+			}),
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+			ConnState: func(c net.Conn, s http.ConnState) {
+				mu.Lock()
+				defer mu.Unlock()
+				if s == http.StateClosed && served[c] {
+					once.Do(func() { close(hungUp) })
+				}
+			},
+		}
 		go func() {
 			select {
+			case <-hungUp:
 			case <-done:
 			case <-ctx.Done():
+				time.Sleep(time.Second) // let the last response drain
 			}
-			time.Sleep(time.Second) // let the last response drain
 			srv.Close()
 		}()
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
@@ -323,6 +346,9 @@ func TestLabCurlHTTP(t *testing.T) {
 		return nil
 	})
 }
+
+// connKey keys the connection in a request's context (TestLabCurlHTTP).
+type connKey struct{}
 
 // TestLabPeerKilled: the peer process is killed mid-stream (SIGKILL: no
 // DISCONNECT message; its kernel destroys the rdma_cm id); this end's Read

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rdmago/rdmago/tools/lab/labproto"
@@ -67,14 +68,14 @@ func runFake(t *testing.T, plan func(boot int, pkg string) string, bootErr func(
 	var out bytes.Buffer
 	var ran []string
 	boots := 0
-	boot := func() (testLab, error) {
+	boot := func() (testLab, time.Time, error) {
 		boots++
 		if bootErr != nil {
 			if err := bootErr(boots); err != nil {
-				return nil, err
+				return nil, time.Now(), err
 			}
 		}
-		return &fakeLab{t: t, boot: boots, plan: plan, ran: &ran, nodes: 2}, nil
+		return &fakeLab{t: t, boot: boots, plan: plan, ran: &ran, nodes: 2}, time.Now(), nil
 	}
 	ok, err := runBoots(TestOptions{Options: Options{Kernel: "6.12", Nodes: 2}}, pkgs, boot, &out)
 	return ok, err, out.String(), ran

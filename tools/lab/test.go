@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,37 +96,6 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 	}
 	defer os.RemoveAll(bindir)
 
-	ok := true
-	var torun []*testPkg
-	for i := range pkgs {
-		p := &pkgs[i]
-		if !p.HasTests {
-			continue
-		}
-		p.Bin = filepath.Join(bindir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
-		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", p.Bin, p.ImportPath)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		var errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &errb, &errb
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(w, "%sFAIL\t%s [build failed]\n", errb.String(), p.ImportPath)
-			ok = false
-			p.Bin = ""
-			continue
-		}
-		if _, err := os.Stat(p.Bin); err != nil {
-			p.HasTests = false // e.g. only _test.go files without tests
-			continue
-		}
-		torun = append(torun, p)
-	}
-	if len(torun) == 0 {
-		for _, p := range pkgs {
-			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
-		}
-		return ok, nil
-	}
-
 	extra := opts.Shares
 	if UnderTmp(bindir) {
 		extra = append(extra, bindir) // a cache under /tmp: share it, /tmp is the guest's own
@@ -135,18 +105,117 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 		return false, err
 	}
 	opts.Shares = shares
-	boot := func() (testLab, error) {
-		l, err := Start(ctx, opts.Options)
-		if err != nil {
-			return nil, err
+
+	// The guests boot while the test binaries build: both take seconds.
+	type booted struct {
+		l     *Lab
+		begin time.Time
+		err   error
+	}
+	var first chan booted
+	if slices.ContainsFunc(pkgs, func(p testPkg) bool { return p.HasTests }) {
+		first = make(chan booted, 1)
+		go func() {
+			begin := time.Now()
+			l, err := Start(ctx, opts.Options)
+			first <- booted{l, begin, err}
+		}()
+	}
+	ok := buildTests(ctx, pkgs, bindir, w)
+	if !slices.ContainsFunc(pkgs, func(p testPkg) bool { return p.Bin != "" }) {
+		if first != nil {
+			if b := <-first; b.l != nil {
+				b.l.Close()
+			}
+		}
+		for _, p := range pkgs {
+			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
+		}
+		return ok, nil
+	}
+	boot := func() (testLab, time.Time, error) {
+		b := booted{begin: time.Now()}
+		if first != nil {
+			b, first = <-first, nil
+		} else {
+			b.l, b.err = Start(ctx, opts.Options)
+		}
+		if b.err != nil {
+			return nil, b.begin, b.err
 		}
 		if opts.V {
-			fmt.Fprintf(w, "rdmalab: %d node(s), kernel %s, ready in %.1fs\n", l.Nodes(), l.GuestKernel(), l.Boot.Seconds())
+			fmt.Fprintf(w, "rdmalab: %d node(s), kernel %s, ready in %.1fs\n", b.l.Nodes(), b.l.GuestKernel(), b.l.Boot.Seconds())
 		}
-		return l, nil
+		return b.l, b.begin, nil
 	}
 	ran, err := runBoots(opts, pkgs, boot, w)
 	return ok && ran, err
+}
+
+// buildTests builds the test binary of each package of pkgs that has tests
+// into dir (CGO_ENABLED=0, linux/amd64), setting its Bin; it reports build
+// failures to w and whether there were none. One go command builds them
+// all (it builds in parallel and loads the packages once); a package whose
+// binary that did not produce is built alone, for its own error, or found
+// to have no tests after all.
+func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bool {
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	// go test -c -o DIR/ names each binary after its package's last
+	// element: those must differ.
+	byName := map[string]int{}
+	for _, p := range pkgs {
+		if p.HasTests {
+			byName[filepath.Base(p.ImportPath)]++
+		}
+	}
+	var paths []string
+	for _, p := range pkgs {
+		if p.HasTests && byName[filepath.Base(p.ImportPath)] == 1 {
+			paths = append(paths, p.ImportPath)
+		}
+	}
+	all := filepath.Join(dir, "all")
+	if len(paths) > 1 {
+		if err := os.Mkdir(all, 0o755); err == nil {
+			cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", all + "/"}, paths...)...)
+			cmd.Env = env
+			_ = cmd.Run() // failures show below, package by package
+		}
+	}
+	ok := true
+	for i := range pkgs {
+		p := &pkgs[i]
+		if !p.HasTests {
+			continue
+		}
+		if byName[filepath.Base(p.ImportPath)] == 1 {
+			if bin := filepath.Join(all, filepath.Base(p.ImportPath)+".test"); fileExists(bin) {
+				p.Bin = bin
+				continue
+			}
+		}
+		bin := filepath.Join(dir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, p.ImportPath)
+		cmd.Env = env
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &errb, &errb
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(w, "%sFAIL\t%s [build failed]\n", errb.String(), p.ImportPath)
+			ok = false
+			continue
+		}
+		if !fileExists(bin) {
+			p.HasTests = false // e.g. only _test.go files without tests
+			continue
+		}
+		p.Bin = bin
+	}
+	return ok
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }
 
 // testLab is what runBoots needs of a booted lab: a *Lab (a fake in tests).
@@ -164,7 +233,7 @@ type testLab interface {
 // fresh boot; a package that finished, passed or failed, is never run
 // again, and a second crash fails the run. It reports whether every
 // package ran and passed.
-func runBoots(opts TestOptions, pkgs []testPkg, boot func() (testLab, error), w io.Writer) (bool, error) {
+func runBoots(opts TestOptions, pkgs []testPkg, boot func() (testLab, time.Time, error), w io.Writer) (bool, error) {
 	ok := true
 	queue := pkgs
 	for crashes := 0; ; crashes++ {
@@ -226,10 +295,9 @@ type bootResult struct {
 // runBoot boots the lab and runs queue's packages in it until one of its
 // steps ends with a lab error (a crashed, hung or lost guest), which it
 // returns.
-func runBoot(opts TestOptions, queue []testPkg, boot func() (testLab, error), w io.Writer) (bootResult, error) {
+func runBoot(opts TestOptions, queue []testPkg, boot func() (testLab, time.Time, error), w io.Writer) (bootResult, error) {
 	res := bootResult{ok: true}
-	begin := time.Now()
-	l, err := boot()
+	l, begin, err := boot()
 	if err != nil {
 		return res, err
 	}
