@@ -84,6 +84,7 @@ var (
 	// Lines that start a crash report, a few lines before its header.
 	crashStart = regexp.MustCompile(`^(BUG: |general protection fault|kernel BUG at |Oops: |Unable to handle kernel)`)
 	panicLine  = regexp.MustCompile(`^Kernel panic - not syncing: `)
+	endPanic   = regexp.MustCompile(`^---\[ end Kernel panic`)
 	endTrace   = regexp.MustCompile(`^---\[ end trace `)
 	// "CPU: 0 UID: 0 PID: 0 Comm: swapper/0 Tainted: G   D  6.12.48+deb13-amd64 #1 ...".
 	cpuLine = regexp.MustCompile(`^CPU: \d+ .*(?:Not tainted|Tainted: [^0-9]*)\s*(\d+\.\d+\S*)`)
@@ -94,10 +95,12 @@ var (
 
 // crashWatch reads a guest's console as it arrives and recognises a kernel
 // crash in it: an oops header or a panic line makes it fatal (a "BUG: soft
-// lockup" or a WARNING alone does not); the crash is complete at the panic
-// line, when the console has been quiet for settle after the oops, or when
-// the guest's process exits (finish). onCrash then runs once, with the
-// crash parsed from the console's last lines.
+// lockup" or a WARNING alone does not); the crash is complete at the end of
+// the panic ("---[ end Kernel panic"; the stack of a panic without an oops
+// comes after its first line), when the console has been quiet for settle
+// after the oops, or when the guest's process exits (finish: with panic=-1
+// and -no-reboot, qemu exits as the guest panics). onCrash then runs once,
+// with the crash parsed from the console's last lines.
 type crashWatch struct {
 	node    int
 	settle  time.Duration // quiet time after an oops without a panic (default 2s)
@@ -161,14 +164,13 @@ func (w *crashWatch) line(raw string) *Crash {
 	}
 	w.lines = append(w.lines, raw)
 	text := consoleStamp.ReplaceAllString(raw, "")
-	isPanic := panicLine.MatchString(text)
-	if w.fatal < 0 && (isPanic || oopsHeader.MatchString(text) || strings.HasPrefix(text, "kernel BUG at ")) {
+	if w.fatal < 0 && (panicLine.MatchString(text) || oopsHeader.MatchString(text) || strings.HasPrefix(text, "kernel BUG at ")) {
 		w.fatal = len(w.lines) - 1
 	}
 	if w.fatal < 0 {
 		return nil
 	}
-	if isPanic {
+	if endPanic.MatchString(text) {
 		return w.complete()
 	}
 	if w.timer == nil {

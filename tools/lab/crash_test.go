@@ -99,6 +99,30 @@ func TestCrashWatchPanic(t *testing.T) {
 	}
 }
 
+// A panic without an oops prints its stack after its first line; the crash
+// is complete at the panic's end line, before the guest's process exits.
+func TestCrashWatchPanicWithoutOops(t *testing.T) {
+	var got *Crash
+	w := newCrashWatch(0, func(c *Crash) { got = c })
+	w.settle = time.Hour
+	w.Write([]byte(readConsole(t, "console-6.1-sysrq-panic.txt")))
+	want := &Crash{
+		Kernel: "6.1.0-56-amd64",
+		Uptime: 20100500 * time.Microsecond,
+		Lines: []string{
+			"Kernel panic - not syncing: sysrq triggered crash",
+			"CPU: 0 PID: 321 Comm: crash.test Not tainted 6.1.0-56-amd64 #1  Debian 6.1.153-1",
+		},
+		Trace: []string{
+			"dump_stack_lvl", "panic", "sysrq_handle_crash", "__handle_sysrq.cold", "write_sysrq_trigger",
+			"proc_reg_write", "vfs_write", "ksys_write", "do_syscall_64", "entry_SYSCALL_64_after_hwframe",
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("crash (-want +got):\n%s", diff)
+	}
+}
+
 // An oops in process context does not panic: the guest keeps running, and
 // the crash is complete once the console has been quiet for a moment.
 func TestCrashWatchOopsWithoutPanic(t *testing.T) {
