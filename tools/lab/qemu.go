@@ -273,45 +273,23 @@ func probeAccel(ctx context.Context, qemu string, k *Kernel, log io.Writer) stri
 	return res
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// listening reports whether something listens on 127.0.0.1:port (from
-// /proc/net/tcp, so no connection is made: qemu's socket netdev accepts
-// exactly one).
-func listening(port int) bool {
-	b, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		return false
-	}
-	want := fmt.Sprintf("0100007F:%04X", port)
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 3 && f[1] == want && f[3] == "0A" {
-			return true
-		}
-	}
-	return false
-}
-
 func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	n := l.opts.Nodes
 	smp := runtime.NumCPU() / n
 	if smp < 1 {
 		smp = 1
 	}
-	port := 0
+	// The wire between two nodes: one socket of a connected pair for each
+	// QEMU (see wirePair).
+	var wire [2]*os.File
 	if n == 2 {
 		var err error
-		if port, err = freePort(); err != nil {
-			return fmt.Errorf("pick a port for the lab link: %w", err)
+		if wire[0], wire[1], err = wirePair(); err != nil {
+			return fmt.Errorf("the lab wire: %w", err)
 		}
+		// Each QEMU holds its end once started.
+		defer wire[0].Close()
+		defer wire[1].Close()
 	}
 	var shares []labproto.Share
 	for i, s := range l.opts.Shares {
@@ -336,32 +314,16 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		for _, s := range shares {
 			args = append(args, "-virtfs", "local,path="+s.Path+",mount_tag="+s.Tag+",security_model=none,multidevs=remap")
 		}
+		var extra []*os.File
 		if n == 1 {
 			args = append(args, "-nic", "none")
 		} else {
-			sock := fmt.Sprintf("listen=127.0.0.1:%d", port)
-			if i == 1 {
-				sock = fmt.Sprintf("connect=127.0.0.1:%d", port)
-			}
-			args = append(args, "-netdev", "socket,id=n0,"+sock,
+			extra = []*os.File{wire[i]} // fd 3 in QEMU
+			args = append(args, "-netdev", "socket,id=n0,fd=3",
 				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
 		}
-		nd, err := l.startNode(ctx, qemu, i, args)
-		if err != nil {
+		if _, err := l.startNode(ctx, qemu, i, args, extra); err != nil {
 			return err
-		}
-		if n == 2 && i == 0 {
-			// Node 1 connects to node 0's socket: wait until it listens.
-			for t := 0; !listening(port); t++ {
-				if t > 1200 { // 30 s: qemu sets its netdevs up before the guest starts
-					return l.nodeErr(nd, fmt.Errorf("qemu never listened on 127.0.0.1:%d", port))
-				}
-				select {
-				case <-nd.exited:
-					return l.nodeErr(nd, errors.New("qemu exited"))
-				case <-time.After(25 * time.Millisecond):
-				}
-			}
 		}
 	}
 	errs := make([]error, n)
@@ -370,14 +332,14 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.handshake(nd, shares, port)
+			errs[i] = l.handshake(nd, shares)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) (*node, error) {
+func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string, extra []*os.File) (*node, error) {
 	sockPath := filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i))
 	ln, err := net.Listen("unix", sockPath)
 	if err != nil {
@@ -386,6 +348,7 @@ func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) 
 	defer ln.Close()
 	cmd := exec.Command(qemu, args...)
 	cmd.SysProcAttr = qemuProcAttr()
+	cmd.ExtraFiles = extra
 	nd, err := l.spawn(i, cmd)
 	if err != nil {
 		return nil, err
@@ -553,7 +516,7 @@ func (l *Lab) next(nd *node) (frame, error) {
 	}
 }
 
-func (l *Lab) handshake(nd *node, shares []labproto.Share, port int) error {
+func (l *Lab) handshake(nd *node, shares []labproto.Share) error {
 	f, err := l.next(nd)
 	if err != nil {
 		return err

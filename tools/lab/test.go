@@ -155,9 +155,9 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 // buildTests builds the test binary of each package of pkgs that has tests
 // into dir (CGO_ENABLED=0, linux/amd64), setting its Bin; it reports build
 // failures to w and whether there were none. One go command builds them
-// all (it builds in parallel and loads the packages once); a package whose
-// binary that did not produce is built alone, for its own error, or found
-// to have no tests after all.
+// all (it builds in parallel and loads the packages once); a package that
+// command made no binary for is built alone, which shows its own build
+// error or finds it has no tests after all.
 func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bool {
 	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	// go test -c -o DIR/ names each binary after its package's last
