@@ -184,10 +184,34 @@ func TestCrashReportEscapes(t *testing.T) {
 	}
 }
 
-// fakeNodes starts a lab of fake nodes, each a shell printing console i
-// (empty: none) once every node has started, then sleeping, or exiting
-// when exit[i] (as qemu does when its guest panics with panic=-1 and
-// -no-reboot). A node's control channel ends when its process does.
+// fakeQEMUEnv makes the test binary play a node's QEMU (see TestMain):
+// the value is the file of console text it prints, after a pause that lets
+// every node start, before it sleeps a minute, or exits when the value
+// ends in "+exit" (as QEMU does when its guest panics with panic=-1 and
+// -no-reboot). The test binary, not a shell: inside the lab there is none.
+const fakeQEMUEnv = "RDMALAB_FAKE_QEMU"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(fakeQEMUEnv); v != "" {
+		name, exit := strings.CutSuffix(v, "+exit")
+		time.Sleep(300 * time.Millisecond)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			os.Stderr.WriteString(err.Error())
+			os.Exit(2)
+		}
+		os.Stdout.Write(b)
+		if !exit {
+			time.Sleep(time.Minute)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeNodes starts a lab of fake nodes (fakeQEMUEnv), node i printing
+// console i (empty: none) and exiting when exit[i]. A node's control
+// channel ends when its process does.
 func fakeNodes(t *testing.T, consoles []string, exit []bool) *Lab {
 	t.Helper()
 	l := &Lab{opts: Options{Nodes: len(consoles), Timeout: time.Minute}, done: make(chan struct{})}
@@ -197,11 +221,12 @@ func fakeNodes(t *testing.T, consoles []string, exit []bool) *Lab {
 		if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		script := `sleep 0.3; cat "$1"; exec sleep 60`
 		if exit[i] {
-			script = `sleep 0.3; cat "$1"`
+			f += "+exit"
 		}
-		nd, err := l.spawn(i, exec.Command("sh", "-c", script, "sh", f))
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fakeQEMUEnv+"="+f)
+		nd, err := l.spawn(i, cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
