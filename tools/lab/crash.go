@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -126,7 +127,7 @@ func (w *crashWatch) Write(p []byte) (int, error) {
 	var fire *Crash
 	w.partial = append(w.partial, p...)
 	for {
-		i := strings.IndexByte(string(w.partial), '\n')
+		i := bytes.IndexByte(w.partial, '\n')
 		if i < 0 {
 			break
 		}
