@@ -90,7 +90,8 @@ func TestLabPingpongGo(t *testing.T) {
 
 // TestInteropPingpongMismatch: rdmaping facing a pingpong program of
 // another kind ends with an error that names it, well before its
-// --timeout, instead of hanging. Both processes run on this node.
+// --timeout, instead of hanging (a peer whose packets never arrive within
+// --peer-timeout, here 3 s). Both processes run on this node.
 func TestInteropPingpongMismatch(t *testing.T) {
 	r := labRole(t)
 	dev, gidx := pingpongDev(t, r.bind)
@@ -121,7 +122,7 @@ func TestInteropPingpongMismatch(t *testing.T) {
 					continue
 				}
 				var goArgv, cArgv []string
-				base := append([]string{"--tcp", "-p", port, "-C", "20", "--timeout", "60s"}, tc.goArgs...)
+				base := append([]string{"--tcp", "-p", port, "-C", "20", "--timeout", "60s", "--peer-timeout", "3s"}, tc.goArgs...)
 				cArgv = append(append(append([]string{}, tool...), "-d", dev, "-g", fmt.Sprint(gidx), "-n", "20", "-p", port), tc.toolArgs...)
 				if goServer {
 					goArgv = append([]string{"-s", "-a", r.bind}, base...)
