@@ -6,9 +6,9 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
 )
@@ -33,7 +33,7 @@ func TestInteropMckey(t *testing.T) {
 	t.Run("GoReceiver_CSender", func(t *testing.T) {
 		var sender []string
 		if r.client {
-			sender = sendsBeforeTeardown(t, r.bind, mckey)
+			sender = sendsBeforeTeardown(t, mckey)
 		}
 		pairWith(t, r, pairOpts{ready: goReady},
 			[]string{"-s", "--mcast", "239.3.3.1", "-a", r.bind, "-C", "5", "-S", "200", "--timeout", "60s", "-v"}, true,
@@ -53,44 +53,42 @@ func TestInteropMckey(t *testing.T) {
 	})
 }
 
-// wqCPUMask is the CPUs the kernel's unbound work queues run on.
-const wqCPUMask = "/sys/devices/virtual/workqueue/cpumask"
-
 // sendsBeforeTeardown returns the command line of mckey (the cTool line
-// mckey) as a sender on addr whose datagrams all leave.
+// mckey) as a sender whose datagrams all leave.
 //
 // mckey -s posts its sends unsignaled and at once destroys its address
 // handle. Linux 6.1's rxe sends a user QP's work requests within the
 // post's system call; 6.12's queues them to a work queue, whose worker
 // often runs only after that, on another CPU, and fails the rest with
 // "rxe_get_av: Unable to find AH matching ah_num" (mckey to mckey loses
-// them the same way). So in the lab mckey runs on CPU 0 at SCHED_IDLE
-// (util-linux's taskset and chrt) while the unbound work queues, rxe's
-// among them, are confined to CPU 0 for the rest of t: each send's work
-// then preempts mckey as soon as it is posted. The workers made for the
-// new CPUs start as one, which before its first work item makes a spare
-// and sleeps until it runs, and mckey would run on meanwhile: so one
-// datagram from rdmaping goes through rxe's work queue first.
-func sendsBeforeTeardown(t *testing.T, addr string, mckey []string) []string {
+// them the same way). So in the lab mckey runs at SCHED_IDLE (util-linux's
+// chrt) with every CPU but CPU 0 taken offline for the rest of t: every
+// kernel thread that sends its datagrams (the work queue's workers, and
+// kthreadd making more of them) then runs before mckey's next instruction.
+// (Confining the work queues and mckey to one CPU of several was not
+// enough: a worker waiting for kthreadd on another CPU left mckey the CPU.)
+func sendsBeforeTeardown(t *testing.T, mckey []string) []string {
 	t.Helper()
 	if !labtest.InLab() {
 		return mckey
 	}
-	old, err := os.ReadFile(wqCPUMask)
+	onlines, err := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/online")
 	if err != nil {
-		t.Fatalf("read the work queues' CPUs: %v", err)
+		t.Fatal(err)
 	}
-	if err := os.WriteFile(wqCPUMask, []byte("1\n"), 0); err != nil {
-		t.Fatalf("confine the work queues to CPU 0: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(wqCPUMask, old, 0); err != nil {
-			t.Errorf("give the work queues back CPUs %s: %v", strings.TrimSpace(string(old)), err)
+	for _, f := range onlines {
+		cpu := filepath.Base(filepath.Dir(f))
+		if b, err := os.ReadFile(f); err != nil || cpu == "cpu0" || strings.TrimSpace(string(b)) != "1" {
+			continue
 		}
-	})
-	warm := []string{"-c", "--mcast", "239.3.3.9", "-a", addr, "-C", "1", "--settle", "0s", "--timeout", "30s"}
-	if out, err := runClient(labtest.Context(t, 40*time.Second), t, warm, true); err != nil {
-		t.Fatalf("rdmaping %q, to give the work queue its workers: %v\n%s", warm, err, out)
+		if err := os.WriteFile(f, []byte("0"), 0); err != nil {
+			t.Fatalf("take %s offline: %v", cpu, err)
+		}
+		t.Cleanup(func() {
+			if err := os.WriteFile(f, []byte("1"), 0); err != nil {
+				t.Errorf("bring %s back online: %v", cpu, err)
+			}
+		})
 	}
-	return wrap(cTool(t, "taskset"), []string{"-c", "0"}, wrap(cTool(t, "chrt"), []string{"--idle", "0"}, mckey))
+	return wrap(cTool(t, "chrt"), []string{"--idle", "0"}, mckey)
 }

@@ -82,11 +82,14 @@ func meet(t *testing.T, r role) *link {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(r.addr, meetPort))
 		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, syscall.ECONNREFUSED) {
-				time.Sleep(100 * time.Millisecond)
-				continue
+			if ctx.Err() != nil {
+				t.Fatalf("node 1 at %s: node 0 did not come within %v: %v", name, meetWait, err)
 			}
-			t.Fatalf("node 1 at %s: node 0 did not come within %v: %v", name, meetWait, err)
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("node 1 at %s: reach node 0: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
 		l := &link{conn: c, lines: make(chan string, 4)}
 		fmt.Fprintln(c, name)
