@@ -57,6 +57,39 @@ func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
 		func() (*Conn, error) { return d.Dial(ctx, "tcp", addr) })
 }
 
+// runRefused runs the C client mk makes (a new command each time), again
+// while its failure is a refusal (refusedBy: rsockets' ECONNREFUSED, no
+// listener on the port yet), pausing 100 ms, until it succeeds, fails
+// otherwise or ctx ends; each run's output goes to the test log. It
+// returns the last run's output; its error carries that output.
+func runRefused(ctx context.Context, t *testing.T, refusedBy func(out []byte, err error) bool, mk func() *exec.Cmd) ([]byte, error) {
+	refused := errors.New("connection refused")
+	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, refused) }, func() ([]byte, error) {
+		cmd := mk()
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s %s:\n%s", filepath.Base(cmd.Args[0]), strings.Join(cmd.Args[1:], " "), out)
+		switch {
+		case err == nil:
+			return out, nil
+		case ctx.Err() == nil && refusedBy(out, err):
+			return out, fmt.Errorf("%s: %w: %v: %s", filepath.Base(cmd.Args[0]), refused, err, out)
+		}
+		return out, fmt.Errorf("%s: %v: %s", filepath.Base(cmd.Args[0]), err, out)
+	})
+}
+
+// rstreamRefused: rstream's perror after rconnect failed with ECONNREFUSED.
+func rstreamRefused(out []byte, _ error) bool {
+	return bytes.Contains(out, []byte("Connection refused"))
+}
+
+// curlRefused: curl's exit status 7, "Failed to connect" (curl 7.88 no
+// longer prints the errno's text).
+func curlRefused(_ []byte, err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 7
+}
+
 func listenLab(t *testing.T, ctx context.Context, e labEnv, port string, o Options) *Listener {
 	t.Helper()
 	lc := ListenConfig{Options: o}
@@ -219,13 +252,8 @@ func TestLabRstream(t *testing.T) {
 			name := fmt.Sprintf("%d×%d/C-%s", sz.count, sz.size, map[bool]string{true: "server", false: "client"}[cServer])
 			t.Run(name, func(t *testing.T) {
 				runC := func(extra ...string) error {
-					cmd := cTool(t, ctx, false, "rstream", append(args, extra...)...)
-					out, err := cmd.CombinedOutput()
-					t.Logf("rstream %s:\n%s", strings.Join(cmd.Args[1:], " "), out)
-					if err != nil {
-						return fmt.Errorf("rstream: %v", err)
-					}
-					return nil
+					_, err := runRefused(ctx, t, rstreamRefused, func() *exec.Cmd { return cTool(t, ctx, false, "rstream", append(args, extra...)...) })
+					return err
 				}
 				goServer := func() error {
 					l := listenLab(t, ctx, e, port, Options{})
@@ -247,23 +275,10 @@ func TestLabRstream(t *testing.T) {
 				if cServer {
 					e.RunRoles(t, func() error { return runC("-b", e.Addr) }, goClient)
 				} else {
-					if !e.TwoNodes {
-						// The Go server must listen before rstream connects.
-						errs := make(chan error, 1)
-						go func() { errs <- goServer() }()
-						time.Sleep(300 * time.Millisecond)
-						if err := runC("-s", e.Peer); err != nil {
-							t.Error(err)
-						}
-						if err := <-errs; err != nil {
-							t.Error(err)
-						}
-						return
-					}
-					e.RunRoles(t, goServer, func() error {
-						time.Sleep(2 * time.Second)
-						return runC("-s", e.Peer)
-					})
+					// rstream connects again while the Go server is
+					// not yet listening (with two nodes it may still be
+					// on an earlier test).
+					e.RunRoles(t, goServer, func() error { return runC("-s", e.Peer) })
 				}
 			})
 		}
@@ -323,14 +338,13 @@ func TestLabCurlHTTP(t *testing.T) {
 		return nil
 	}, func() error {
 		defer close(done)
-		if e.TwoNodes {
-			time.Sleep(2 * time.Second)
-		}
 		out := filepath.Join("/tmp", "rsocket-curl-"+e.Node)
-		cmd := cTool(t, ctx, true, "curl", "-sS", "--fail", "--max-time", "60", "-o", out, "http://"+e.Peer+":"+port+"/file")
-		o, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("curl under librspreload: %v: %s", err, o)
+		// With two nodes the server may still be on an earlier test: curl
+		// connects again while nothing listens.
+		if _, err := runRefused(ctx, t, curlRefused, func() *exec.Cmd {
+			return cTool(t, ctx, true, "curl", "-sS", "--fail", "--max-time", "60", "-o", out, "http://"+e.Peer+":"+port+"/file")
+		}); err != nil {
+			return fmt.Errorf("curl under librspreload: %v", err)
 		}
 		got, err := os.ReadFile(out)
 		if err != nil {

@@ -21,6 +21,7 @@ have nc.traditional || need+=(netcat-traditional) # rdmacat interop under librsp
 have curl || need+=(curl)
 have dpkg-deb || need+=(dpkg)
 have chromium || need+=(chromium)
+have tshark || need+=(tshark) # ibpkt's decoder is checked against Wireshark's dissector
 
 if ((${#need[@]})); then
 	if [[ $(id -u) != 0 ]]; then

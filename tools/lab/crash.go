@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/internal/escape"
 )
 
 // Crash is a guest kernel crash (an oops, a BUG() or a panic) as the
@@ -251,7 +251,7 @@ func parseCrash(node int, lines []string, fatal int) *Crash {
 	}
 	seen := map[string]bool{}
 	add := func(s string) {
-		s = transfer.Escape(strings.TrimSpace(s))
+		s = escape.Text(strings.TrimSpace(s))
 		if s != "" && !seen[s] {
 			seen[s] = true
 			c.Lines = append(c.Lines, s)
@@ -268,7 +268,7 @@ func parseCrash(node int, lines []string, fatal int) *Crash {
 			add(t)
 		case cpuLine.MatchString(t):
 			if c.Kernel == "" {
-				c.Kernel = transfer.Escape(cpuLine.FindStringSubmatch(t)[1])
+				c.Kernel = escape.Text(cpuLine.FindStringSubmatch(t)[1])
 				add(t)
 			}
 		case ripLine.MatchString(t):
@@ -295,9 +295,9 @@ func parseCrash(node int, lines []string, fatal int) *Crash {
 		if m == nil {
 			continue // <IRQ>, </TASK>, the registers of an interrupted context
 		}
-		f := transfer.Escape(m[2])
+		f := escape.Text(m[2])
 		if m[3] != "" {
-			f += " [" + transfer.Escape(m[3]) + "]"
+			f += " [" + escape.Text(m[3]) + "]"
 			if anyModule == "" {
 				anyModule = m[3]
 			}
@@ -319,9 +319,9 @@ func parseCrash(node int, lines []string, fatal int) *Crash {
 	if len(c.Trace) > maxFrames {
 		c.Trace = append(c.Trace[:maxFrames:maxFrames], "...")
 	}
-	c.Module = transfer.Escape(ripModule)
+	c.Module = escape.Text(ripModule)
 	if c.Module == "" {
-		c.Module = transfer.Escape(firstModule)
+		c.Module = escape.Text(firstModule)
 	}
 	return c
 }

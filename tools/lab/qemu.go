@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/tools/lab/labproto"
-	"github.com/rdmago/rdmago/transfer"
 )
 
 // Lab network addressing: node i has 10.77.0.(i+1)/24 on its rxe netdev.
@@ -684,7 +684,7 @@ func (l *Lab) TimedOut() bool {
 func escapeLines(s string) string {
 	ls := strings.Split(s, "\n")
 	for i, l := range ls {
-		ls[i] = transfer.Escape(l)
+		ls[i] = escape.Text(l)
 	}
 	return strings.Join(ls, "\n")
 }

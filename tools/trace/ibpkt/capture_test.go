@@ -3,16 +3,18 @@
 package ibpkt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/tools/trace/pcap"
 )
 
@@ -90,14 +92,22 @@ func TestDecodeRealCapture(t *testing.T) {
 }
 
 // TestAgreesWithWireshark compares the decoder with Wireshark's InfiniBand
-// dissector, frame by frame, on the real capture (when tshark is installed).
+// dissector, frame by frame, on the real capture (tshark: scripts/deps.sh
+// installs it; a host without it skips, the lab fails).
 func TestAgreesWithWireshark(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The capture goes in on stdin: in the lab tshark runs chrooted into
+	// the host's root, where the test's paths do not resolve.
+	cmd := labtest.HostTool(t, ctx, "tshark", "-r", "-", "-T", "fields", "-e", "infiniband.bth.opcode",
+		"-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.reth.va")
+	in, err := os.Open(captureFile)
 	if err != nil {
-		t.Skip("tshark not installed (apt-get install tshark)")
+		t.Fatal(err)
 	}
-	out, err := exec.Command(tshark, "-r", captureFile, "-T", "fields", "-e", "infiniband.bth.opcode",
-		"-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.reth.va").Output()
+	defer in.Close()
+	cmd.Stdin = in
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("tshark: %v", err)
 	}
