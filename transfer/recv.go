@@ -274,8 +274,8 @@ type recvConn struct {
 	chunkOf []uint64
 	crcs    []uint32
 	tries   []uint8
-	handing  bool   // counted in Receiver.nhand
-	umask    uint32 // the process's, when the connection started
+	handing bool   // counted in Receiver.nhand
+	umask   uint32 // the process's, when the connection started
 }
 
 // handshakeOver takes the connection out of Receiver.nhand (once).
@@ -392,11 +392,11 @@ func versionError(hs *Hello) error {
 	if hs.MinVersion != hs.MaxVersion {
 		speaks = fmt.Sprintf("protocol versions %d..%d", hs.MinVersion, hs.MaxVersion)
 	}
-	what := "upgrade rdmacp on the sender"
+	what := "the sender"
 	if hs.MinVersion > ProtocolVersion {
-		what = "upgrade rdmacp on the receiver"
+		what = "the receiver"
 	}
-	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks %s, this receiver %d: %s", speaks, ProtocolVersion, what)}
+	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks %s, this receiver %d: use matching rdmacp versions (upgrade rdmacp on %s)", speaks, ProtocolVersion, what)}
 }
 
 func (r *Receiver) lock(name string) bool {
