@@ -718,7 +718,10 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		if err := rc.credit(ctx, t); err != nil {
 			return err
 		}
-		if d := t.pendingDone; d != nil && (t.resends == 0 || t.failed) {
+		// Every RESEND is answered (the sender takes them before a
+		// RESULT): after DONE, wait for the chunks asked for again, even
+		// of a file that failed meanwhile.
+		if d := t.pendingDone; d != nil && t.resends == 0 {
 			win.Close() // the data is in: stop exposing memory
 			return rc.done(ctx, x, d, chunks, t.next, t.failed)
 		}
