@@ -938,6 +938,8 @@ func (rc *recvConn) finish(ctx context.Context, t *recvXfer, j chunkJob) error {
 	case j.bad && rc.state[s] == slotResend:
 		x.res.Resent++
 		if rc.tries[s] > MaxChunkResends {
+			rc.state[s] = slotFree // not asked for again
+			t.resends--
 			t.failed = true
 			rc.dropFile(t)
 			return rc.reject(ctx, x, CodeDigest, "chunk %d of %s failed its CRC32C %d times in a row: the data is corrupted on the way (or by the sender); the copy was removed", j.seq, x.m.Name, rc.tries[s])

@@ -310,3 +310,40 @@ func TestResumeSHA256(t *testing.T) {
 	}
 	sameTree(t, src, dst)
 }
+
+// Two chunks asked for again at once, after DONE: one stays corrupted and
+// fails the file, the other's RESEND is still answered (the sender takes
+// RESENDs before the RESULT), and the receiver takes that write in before
+// it goes on: the connection carries the next file.
+func TestCorruptChunksAfterDone(t *testing.T) {
+	bad := randBytes(46, 3*tSlotSize) // fits the window: DONE follows at once
+	src := tree(t, t.TempDir(), map[string][]byte{"bad": bad, "good": randBytes(47, 2*tSlotSize)})
+	dst := t.TempDir()
+	var mu sync.Mutex
+	n2 := 0
+	scfg := transfertest.Config{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case bytes.HasPrefix(b, bad[:tSlotSize]):
+			b[1] ^= 1 // always
+		case bytes.HasPrefix(b, bad[2*tSlotSize:]) && n2 < transfer.MaxChunkResends:
+			b[1] ^= 1 // until its last try
+			n2++
+		}
+		return transfertest.Deliver
+	}}}
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, transfertest.Config{})
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("the connection should survive: send %v; receive %v", o.serr, o.rerr)
+	}
+	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrDigest) || !strings.Contains(f.Err.Error(), "chunk 0 of bad") {
+		t.Errorf("bad: verified=%v err=%v, want ErrDigest naming chunk 0", f.Verified, f.Err)
+	}
+	if !o.srep.Files[1].Verified {
+		t.Errorf("good after bad: %v", o.srep.Files[1].Err)
+	}
+	if exists(filepath.Join(dst, "bad")) || exists(filepath.Join(dst, transfer.PartialName("bad"))) {
+		t.Error("the corrupted file, or its partial copy, was left")
+	}
+}
