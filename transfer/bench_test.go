@@ -28,21 +28,7 @@ func BenchmarkTransfer(b *testing.B) {
 			}
 			b.SetBytes(size)
 			for b.Loop() {
-				dst := benchDir(b)
-				st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-				done := make(chan error, 1)
-				go func() {
-					_, err := (&transfer.Receiver{Dir: dst, Slots: 16, SlotSize: slotSize}).ServeConn(context.Background(), rt)
-					done <- err
-				}()
-				rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
-				st.Close()
-				if err != nil || !rep.OK(1) {
-					b.Fatal(err)
-				}
-				if err := <-done; err != nil {
-					b.Fatal(err)
-				}
+				benchOnce(b, items, &transfer.Receiver{Dir: benchDir(b), Slots: 16, SlotSize: slotSize})
 			}
 		})
 	}
@@ -70,24 +56,29 @@ func BenchmarkTransferVerify(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					dst := benchDir(b)
-					st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-					done := make(chan error, 1)
-					go func() {
-						_, err := (&transfer.Receiver{Dir: dst, Slots: 16, SlotSize: 1 << 20, Verify: v}).ServeConn(context.Background(), rt)
-						done <- err
-					}()
-					rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
-					st.Close()
-					if err != nil || !rep.OK(1) {
-						b.Fatal(err)
-					}
-					if err := <-done; err != nil {
-						b.Fatal(err)
-					}
+					benchOnce(b, items, &transfer.Receiver{Dir: dst, Slots: 16, SlotSize: 1 << 20, Verify: v})
 					os.RemoveAll(dst)
 				}
 			})
 		}
+	}
+}
+
+// benchOnce sends items to r over a transfertest.Pipe.
+func benchOnce(b *testing.B, items []transfer.Item, r *transfer.Receiver) {
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.ServeConn(context.Background(), rt)
+		done <- err
+	}()
+	rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
+	st.Close()
+	if err != nil || !rep.OK(1) {
+		b.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }
 
