@@ -600,7 +600,7 @@ func (sc *sendConn) resend(ctx context.Context, m *Resend, consumed, sent uint64
 	}
 	slot := int(m.Chunk % uint64(x.slots))
 	if x.tries[slot] >= MaxChunkResends {
-		return protoErrorf("RESEND of chunk %d of transfer %d for the %d time: at most %d", m.Chunk, m.ID, x.tries[slot]+1, MaxChunkResends)
+		return protoErrorf("RESEND of chunk %d of transfer %d, asked for again %d times already: at most %d", m.Chunk, m.ID, x.tries[slot], MaxChunkResends)
 	}
 	x.tries[slot]++
 	sc.rep.Resent++

@@ -347,3 +347,74 @@ func TestCorruptChunksAfterDone(t *testing.T) {
 		t.Error("the corrupted file, or its partial copy, was left")
 	}
 }
+
+// A receiver that asks for a chunk it has not been sent, for one chunk more
+// than MaxChunkResends times, or for any chunk when it verifies without
+// per-chunk CRC32C, is a protocol violation: the sender ends the connection
+// rather than write on.
+func TestSenderBoundsResend(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		verify  transfer.Verify
+		resends []uint64
+		want    string
+	}{
+		{"chunk not sent", 0, []uint64{5}, "RESEND of chunk 5 of transfer 1, which has 0 credited of 2 sent"},
+		{"too often", 0, []uint64{1, 1, 1, 1, 1}, "asked for again 4 times already: at most 4"},
+		{"no CRC32C", transfer.VerifySHA256, []uint64{0}, "which has no CRC32C chunks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(48, 10*tSlotSize)})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+			defer rt.Close()
+			p := &rawPeer{t: t, tr: rt, ctx: ctx}
+			rewrites := make(chan int, 1)
+			go func() {
+				if _, err := p.recv(); err != nil { // HELLO
+					return
+				}
+				p.send(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Verify: tc.verify, Slots: 2, SlotSize: tSlotSize})
+				if _, err := p.recv(); err != nil { // FILE
+					return
+				}
+				p.send(&transfer.ResumeOffset{ID: 1})
+				w, err := rt.Register(2*tc.verify.Stride(tSlotSize), true)
+				if err != nil {
+					return
+				}
+				p.send(&transfer.Window{ID: 1, Slots: 2, SlotSize: tSlotSize, Addr: w.Remote().Addr, RKey: w.Remote().RKey})
+				writes := 0
+				for writes < 2 { // the window is full: the sender waits for a credit
+					if a, err := rt.Receive(ctx); err != nil {
+						return
+					} else if a.Write {
+						writes++
+					}
+				}
+				for _, k := range tc.resends {
+					p.send(&transfer.Resend{ID: 1, Chunk: k})
+				}
+				for { // count what the sender writes again
+					a, err := rt.Receive(ctx)
+					if err != nil {
+						rewrites <- writes - 2
+						return
+					}
+					if a.Write {
+						writes++
+					}
+				}
+			}()
+			_, err := (&transfer.Sender{IdleTimeout: 5 * time.Second}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
+			st.Close()
+			if !errors.Is(err, transfer.ErrProtocol) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("send: %v, want a protocol error saying %q", err, tc.want)
+			}
+			if n, want := <-rewrites, max(0, len(tc.resends)-1); tc.name == "too often" && n != want {
+				t.Errorf("the sender wrote chunk 1 again %d times, want %d", n, want)
+			}
+		})
+	}
+}
