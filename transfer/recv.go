@@ -265,7 +265,6 @@ type recvConn struct {
 	lastID   uint32
 	nfiles   int
 	buf      []byte // rehash buffer
-	chunk    []byte // a chunk copied out of the window, hashed and written
 	pool     *chunkPool
 	copies   [][]byte // free buffers chunks are copied out of the window into
 	// per slot of the current window: recvXfer's slot states, the chunk
@@ -624,7 +623,8 @@ type recvXfer struct {
 	next        uint64
 	base        uint64
 	credited    uint64
-	batch       uint64 // chunks a CREDIT waits for (unless the sender has no slot left)
+	batch       uint64     // chunks a CREDIT waits for (unless the sender has no slot left)
+	hash        *asyncHash // VerifySHA256 with large chunks and CPUs to spare
 	resends     int    // slots in slotResend
 	failed      bool
 	werr        error // the write that failed
@@ -679,6 +679,10 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		for p.n > 0 {
 			rc.settle(t, p.wait())
 		}
+		if t.hash != nil {
+			rc.hashed(t)
+			t.hash.stop()
+		}
 		err = rc.c.fail(ctx, err)
 		win.Close()
 	}()
@@ -687,11 +691,8 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		return err
 	}
 	mem := win.Bytes()
-	parallel := runtime.GOMAXPROCS(0) > 1
-	var hp hasher
-	if v == VerifySHA256 {
-		hp = startHasher(x.sum.h)
-		defer close(hp.in)
+	if v == VerifySHA256 && slotSize >= parallelHashMin && runtime.GOMAXPROCS(0) > 1 {
+		t.hash = newAsyncHash(x.sum.h, len(rc.copies)+1) // stopped by the deferred cleanup above
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -723,6 +724,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		// of a file that failed meanwhile.
 		if d := t.pendingDone; d != nil && t.resends == 0 {
 			win.Close() // the data is in: stop exposing memory
+			rc.hashed(t)
 			return rc.done(ctx, x, d, chunks, t.next, t.failed)
 		}
 		// Receive; while the pool works, only what is there already, and
@@ -759,6 +761,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 				continue
 			}
 			win.Close() // the data is in: stop exposing memory
+			rc.hashed(t)
 			return rc.done(ctx, x, d, chunks, t.next, t.failed)
 		}
 		slot, seq := DecodeImm(a.Imm)
@@ -793,41 +796,17 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 			continue
 		}
 		rc.state[s] = slotBusy
-		src := mem[int64(slot)*stride:][:n+t.trailer]
-		if v != VerifySHA256 {
-			buf, err := rc.copyBuf(ctx, t, p)
-			if err != nil {
-				return err
-			}
-			if t.failed { // the chunk that freed the buffer failed the file
-				rc.copies = append(rc.copies, buf)
-				rc.state[s] = slotFree
-				continue
-			}
-			copy(buf, src)
-			p.submit(chunkJob{seq: k, off: t.start + int64(k)*slotSize, buf: buf[:n+t.trailer], n: int(n), crc: t.trailer > 0, x: x})
-			continue
-		}
-		// SHA-256: copy, then hash and write the copy at once (both only
-		// read it); chunks come in order and are never asked for again.
-		if len(rc.chunk) < int(n) {
-			rc.chunk = make([]byte, slotSize)
-		}
-		chunk := rc.chunk[:n]
-		copy(chunk, src)
-		par := n >= parallelHashMin && parallel
-		if par {
-			hp.in <- chunk
-		} else {
-			x.sum.h.Write(chunk)
-		}
-		werr := rc.write(x, chunk, t.start+int64(k)*slotSize)
-		if par {
-			<-hp.done
-		}
-		if err := rc.finish(ctx, t, chunkJob{seq: k, n: int(n), err: werr}); err != nil {
+		buf, err := rc.copyBuf(ctx, t, p)
+		if err != nil {
 			return err
 		}
+		if t.failed { // the chunk that freed the buffer failed the file
+			rc.copies = append(rc.copies, buf)
+			rc.state[s] = slotFree
+			continue
+		}
+		copy(buf, mem[int64(slot)*stride:][:n+t.trailer])
+		p.submit(chunkJob{seq: k, off: t.start + int64(k)*slotSize, buf: buf[:n+t.trailer], n: int(n), crc: t.trailer > 0, x: x})
 	}
 }
 
@@ -857,10 +836,21 @@ func (rc *recvConn) chunkPool() *chunkPool {
 	return rc.pool
 }
 
-// copyBuf returns a free copy buffer, waiting for the pool to finish a
-// chunk when none is.
+// copyBuf returns a free copy buffer, waiting for the pool (or the
+// SHA-256) to finish a chunk when none is.
 func (rc *recvConn) copyBuf(ctx context.Context, t *recvXfer, p *chunkPool) ([]byte, error) {
 	for len(rc.copies) == 0 {
+		if t.hash != nil {
+			if b, ok := t.hash.tryGet(); ok {
+				rc.copies = append(rc.copies, b[:cap(b)])
+				continue
+			}
+			if p.n == 0 {
+				b := t.hash.get()
+				rc.copies = append(rc.copies, b[:cap(b)])
+				continue
+			}
+		}
 		if err := rc.finish(ctx, t, p.wait()); err != nil {
 			return nil, err
 		}
@@ -868,6 +858,15 @@ func (rc *recvConn) copyBuf(ctx context.Context, t *recvXfer, p *chunkPool) ([]b
 	b := rc.copies[len(rc.copies)-1]
 	rc.copies = rc.copies[:len(rc.copies)-1]
 	return b, nil
+}
+
+// hashed waits until the SHA-256 has every chunk settled so far (their
+// buffers are free again).
+func (rc *recvConn) hashed(t *recvXfer) {
+	for t.hash != nil && t.hash.n > 0 {
+		b := t.hash.get()
+		rc.copies = append(rc.copies, b[:cap(b)])
+	}
 }
 
 // closePool stops the connection's pool.
@@ -881,10 +880,18 @@ func (rc *recvConn) closePool() {
 // and checked, it is done, and base moves past every done chunk. It reports
 // what needs a message: the chunk failed its check (bad) or its write (j.err).
 func (rc *recvConn) settle(t *recvXfer, j chunkJob) {
-	if j.buf != nil {
+	s := j.seq % t.slots
+	ok := !t.failed && rc.state[s] == slotBusy && j.err == nil && !j.bad
+	switch {
+	case j.buf == nil:
+	case ok && t.hash != nil:
+		t.hash.put(j.buf[:j.n]) // back to rc.copies once hashed (copyBuf)
+	case ok && t.x.sum.h != nil:
+		t.x.sum.h.Write(j.buf[:j.n])
+		fallthrough
+	default:
 		rc.copies = append(rc.copies, j.buf[:cap(j.buf)])
 	}
-	s := j.seq % t.slots
 	if t.failed || rc.state[s] != slotBusy {
 		return
 	}
@@ -1131,24 +1138,50 @@ func (rc *recvConn) report(x *recvFile) {
 
 func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
 
-// parallelHashMin is the chunk size from which the receiver hashes in a
-// second goroutine while it writes (when it may use more than one CPU).
+// parallelHashMin is the chunk size from which SHA-256 runs in a goroutine
+// of its own beside the reads, writes and posts (when the process may use
+// more than one CPU); smaller chunks are hashed where they are.
 const parallelHashMin = 64 << 10
 
-// hasher feeds a hash in its own goroutine: send a chunk on in, and it is
-// in the hash when done delivers. Close in to stop it.
-type hasher struct {
-	in   chan []byte
-	done chan struct{}
+// asyncHash feeds a hash in its own goroutine, in the order of put: the
+// SHA-256 of --verify sha256, off the path of the chunks. A buffer put in
+// comes back from get (in the same order) once it is in the hash; until
+// then it must not change. stop ends the goroutine once every buffer is
+// back.
+type asyncHash struct {
+	in, out chan []byte
+	n       int // buffers put and not yet got
 }
 
-func startHasher(h hash.Hash) hasher {
-	hp := hasher{in: make(chan []byte), done: make(chan struct{})}
+// newAsyncHash starts hashing into h; at most depth buffers may be in it.
+func newAsyncHash(h hash.Hash, depth int) *asyncHash {
+	a := &asyncHash{in: make(chan []byte, depth), out: make(chan []byte, depth)}
 	go func() {
-		for b := range hp.in {
+		for b := range a.in {
 			h.Write(b)
-			hp.done <- struct{}{}
+			a.out <- b
 		}
 	}()
-	return hp
+	return a
+}
+
+func (a *asyncHash) put(b []byte) { a.n++; a.in <- b }
+
+func (a *asyncHash) get() []byte { a.n--; return <-a.out }
+
+func (a *asyncHash) tryGet() ([]byte, bool) {
+	select {
+	case b := <-a.out:
+		a.n--
+		return b, true
+	default:
+		return nil, false
+	}
+}
+
+func (a *asyncHash) stop() {
+	for a.n > 0 {
+		a.get()
+	}
+	close(a.in)
 }

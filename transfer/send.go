@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -477,6 +478,14 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 		mem := sc.stage.Bytes()
 		p := sc.pool()
 		defer p.drain() // no read into the staging memory after this
+		// --verify sha256: hash beside the posts when there are CPUs to
+		// spare; a slot is read again only once its chunk is hashed.
+		var ah *asyncHash
+		var hashed uint64
+		if sum.h != nil && slotSize >= parallelHashMin && runtime.GOMAXPROCS(0) > 1 {
+			ah = newAsyncHash(sum.h, slots)
+			defer ah.stop()
+		}
 		start := pos
 		var issued uint64
 		for sent < x.chunks && localErr == nil {
@@ -485,6 +494,10 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 			}
 			// Read ahead into every slot the credits free.
 			for issued < x.chunks && issued < consumed+uint64(slots) {
+				for ah != nil && issued >= hashed+uint64(slots) {
+					ah.get()
+					hashed++
+				}
 				slot := int64(issued % uint64(slots))
 				n := x.chunkLen(issued)
 				p.submit(chunkJob{seq: issued, off: start + int64(issued)*slotSize, buf: mem[slot*stride : slot*stride+n+x.trailer],
@@ -544,13 +557,22 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 			if x.trailer > 0 {
 				crc = binary.BigEndian.Uint32(mem[off+n:])
 			}
-			sum.add(mem[off:off+n], crc)
+			if ah != nil {
+				ah.put(mem[off : off+n])
+				sum.n += n
+			} else {
+				sum.add(mem[off:off+n], crc)
+			}
 			sent++
 			pos += n
 			res.Bytes += n
 			sc.rep.Bytes += n
 			sc.done += n
 			sc.progress(it, pos, size, false)
+		}
+		for ah != nil && ah.n > 0 { // the whole content is in the hash
+			ah.get()
+			hashed++
 		}
 	}
 	if localErr == nil {
