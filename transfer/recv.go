@@ -625,7 +625,7 @@ type recvXfer struct {
 	credited    uint64
 	batch       uint64     // chunks a CREDIT waits for (unless the sender has no slot left)
 	hash        *asyncHash // VerifySHA256 with large chunks and CPUs to spare
-	resends     int    // slots in slotResend
+	resends     int        // slots in slotResend
 	failed      bool
 	werr        error // the write that failed
 	pendingDone *Done // DONE came while chunks were asked for again
