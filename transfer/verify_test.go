@@ -418,3 +418,35 @@ func TestSenderBoundsResend(t *testing.T) {
 		})
 	}
 }
+
+// --resume under CRC32C sums a prefix of several pieces (on the pool, at
+// both ends) and combines them: a matching prefix of 2.5 MiB is kept, one
+// that differs in its second MiB is not.
+func TestResumeCRC32CLongPrefix(t *testing.T) {
+	data := randBytes(49, 3<<20+77)
+	const kept = 5 << 19
+	for _, tc := range []struct {
+		name    string
+		flip    int // a byte of the partial copy to change, -1 none
+		wantOff int64
+	}{{"same", -1, kept}, {"differs", 1<<20 + 3, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			partial := append([]byte{}, data[:kept]...)
+			if tc.flip >= 0 {
+				partial[tc.flip] ^= 1
+			}
+			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+			dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): partial})
+			r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 64 << 10, IdleTimeout: 5 * time.Second}
+			o := pair(t, r, &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			if o.serr != nil || o.rerr != nil {
+				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+			}
+			allVerified(t, o.srep, 1)
+			if f := o.srep.Files[0]; f.Offset != tc.wantOff || f.CRC32C != transfer.CRC32C(data) {
+				t.Errorf("resumed at %d with CRC32C %08x, want %d and %08x", f.Offset, f.CRC32C, tc.wantOff, transfer.CRC32C(data))
+			}
+			sameTree(t, src, dst)
+		})
+	}
+}
