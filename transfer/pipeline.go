@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync/atomic"
+	"time"
 )
 
 // chunkJob is one chunk's work for a chunkPool: read it from a file into a
@@ -170,12 +172,12 @@ func (p *chunkPool) close() {
 // prefixPiece is how much of a resumed prefix one job sums.
 const prefixPiece = 1 << 20
 
-// prefixCRC sums the first n bytes of f with CRC32C in pieces on the pool's
-// goroutines at once, and combines the pieces' CRCs in order; bufs has a
-// buffer of prefixPiece+ChunkCRCSize bytes per job in flight. It sends
+// prefixCRC sums the n bytes of f from off with CRC32C in pieces on the
+// pool's goroutines at once, and combines the pieces' CRCs in order; bufs
+// has a buffer of prefixPiece+ChunkCRCSize bytes per job in flight. It sends
 // KEEPALIVEs on c meanwhile (a long prefix takes longer than the peer's
 // idle timeout) and runs hashChunkHook after each piece.
-func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, n int64, bufs [][]byte) (uint32, error) {
+func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, off, n int64, bufs [][]byte) (uint32, error) {
 	var crc uint32
 	pieces := (n + prefixPiece - 1) / prefixPiece
 	sums := make([]uint32, len(bufs))
@@ -187,7 +189,7 @@ func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, n int64, 
 		for ferr == nil && issued < pieces && issued < next+int64(len(bufs)) {
 			i := issued % int64(len(bufs))
 			k := min(prefixPiece, n-issued*prefixPiece)
-			p.submit(chunkJob{seq: uint64(issued), off: issued * prefixPiece, buf: bufs[i], n: int(k), crc: true, f: f})
+			p.submit(chunkJob{seq: uint64(issued), off: off + issued*prefixPiece, buf: bufs[i], n: int(k), crc: true, f: f})
 			issued++
 		}
 		for got[next%int64(len(bufs))] != next+1 {
@@ -224,4 +226,98 @@ func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, n int64, 
 		}
 	}
 	return crc, nil
+}
+
+// specPrefix sums a file's whole pieces from its start with CRC32C in a
+// goroutine of its own (which drives the pool meanwhile), before the
+// receiver's RESUME-OFFSET says how long the prefix to compare is: the two
+// ends sum their prefixes at the same time, not one after the other. Once
+// done is closed, crcs[k] is the CRC32C of the first k+1 pieces; limit caps
+// the pieces summed and may be lowered meanwhile (stop).
+type specPrefix struct {
+	limit atomic.Int64
+	done  chan struct{}
+	crcs  []uint32
+	err   error
+}
+
+func startSpecPrefix(p *chunkPool, f *os.File, size int64, bufs [][]byte) *specPrefix {
+	sp := &specPrefix{done: make(chan struct{})}
+	sp.limit.Store(size / prefixPiece)
+	go sp.run(p, f, bufs)
+	return sp
+}
+
+// upTo is the CRC32C of the first k pieces, k at most what was summed.
+func (sp *specPrefix) upTo(n int64) (k int64, crc uint32) {
+	k = min(n, int64(len(sp.crcs)))
+	if k > 0 {
+		crc = sp.crcs[k-1]
+	}
+	return k, crc
+}
+
+func (sp *specPrefix) run(p *chunkPool, f *os.File, bufs [][]byte) {
+	defer close(sp.done)
+	defer p.drain()
+	nb := int64(len(bufs))
+	got := make([]int64, nb) // piece+1 read (and summed) into each buffer
+	sums := make([]uint32, nb)
+	whole := newCRCShift(prefixPiece)
+	var issued, next int64
+	var crc uint32
+	for {
+		lim := sp.limit.Load()
+		for issued < lim && issued < next+nb {
+			p.submit(chunkJob{seq: uint64(issued), off: issued * prefixPiece, buf: bufs[issued%nb], n: prefixPiece, crc: true, f: f})
+			issued++
+		}
+		if next >= lim {
+			return
+		}
+		i := next % nb
+		for got[i] != next+1 {
+			j := p.wait()
+			if j.err != nil {
+				sp.err = fmt.Errorf("read at %d: %w", j.off, j.err)
+				return
+			}
+			k := int64(j.seq) % nb
+			got[k], sums[k] = int64(j.seq)+1, j.sum
+		}
+		if next == 0 {
+			crc = sums[i]
+		} else {
+			crc = whole.combine(crc, sums[i])
+		}
+		sp.crcs = append(sp.crcs, crc)
+		next++
+		if hashChunkHook != nil {
+			hashChunkHook()
+		}
+	}
+}
+
+// stop lowers the limit to n pieces and waits until the goroutine is done,
+// sending KEEPALIVEs on c meanwhile.
+func (sp *specPrefix) stop(ctx context.Context, c *conn, n int64) error {
+	for {
+		if cur := sp.limit.Load(); n >= cur || sp.limit.CompareAndSwap(cur, n) {
+			break
+		}
+	}
+	tick := time.NewTicker(max(c.idle/8, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-sp.done:
+			return sp.err
+		case <-tick.C:
+			if err := c.keepAlive(ctx); err != nil {
+				sp.limit.Store(0)
+				<-sp.done
+				return err
+			}
+		}
+	}
 }

@@ -568,7 +568,7 @@ func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, sum *fil
 	for i := range bufs {
 		bufs[i] = make([]byte, prefixPiece+ChunkCRCSize)
 	}
-	crc, err := prefixCRC(ctx, rc.c, rc.chunkPool(), f, n, bufs)
+	crc, err := prefixCRC(ctx, rc.c, rc.chunkPool(), f, 0, n, bufs)
 	if err != nil {
 		return 0, d, err
 	}

@@ -334,6 +334,19 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	if err := sc.c.send(ctx, fm); err != nil {
 		return res, err
 	}
+	// While the receiver sums its partial copy, sum ours from the start:
+	// its RESUME-OFFSET then says how much of that to compare.
+	sum := newFileSum(sc.verify)
+	var sp *specPrefix
+	if resume && size >= prefixPiece && sum.h == nil { // SHA-256 is summed in order, after
+		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs())
+		defer func() {
+			if sp != nil {
+				sp.limit.Store(0)
+				<-sp.done
+			}
+		}()
+	}
 	m, err := sc.recvCtl(ctx)
 	if err != nil {
 		return res, err
@@ -350,14 +363,14 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	if ro.ID != sc.id {
 		return res, protoErrorf("RESUME-OFFSET for transfer %d during transfer %d", ro.ID, sc.id)
 	}
-	sum := newFileSum(sc.verify)
 	var pos int64
 	if ro.Offset > 0 {
 		if !resume || ro.Offset > uint64(size) {
 			return res, protoErrorf("the receiver offers to resume %s at %d (size %d) unasked", it.Name, ro.Offset, size)
 		}
 		// Sum our prefix: resume only if both ends hold the same bytes.
-		d, err := sc.prefixSum(ctx, sum, f, int64(ro.Offset))
+		d, err := sc.prefixSum(ctx, sum, f, int64(ro.Offset), sp)
+		sp = nil
 		reply := &ResumeOffset{ID: sc.id}
 		if err == nil && d == ro.Digest {
 			pos = int64(ro.Offset)
@@ -373,6 +386,13 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 			return res, err
 		}
 	}
+	if sp != nil { // no prefix to compare
+		if err := sp.stop(ctx, sc.c, 0); err != nil && ctx.Err() != nil {
+			return res, err
+		}
+		sp = nil
+		sum.reset()
+	}
 	res.Offset = pos
 	sc.done += pos
 	return res, sc.stream(ctx, f, st, sum, pos, &res, it)
@@ -380,21 +400,32 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 
 // prefixSum sums the first n bytes of f into sum (SHA-256: serially;
 // otherwise CRC32C in pieces on the pool) and returns the digest to compare
-// with the receiver's.
-func (sc *sendConn) prefixSum(ctx context.Context, sum *fileSum, f *os.File, n int64) ([DigestSize]byte, error) {
+// with the receiver's. sp, when set, has summed (or is summing) the whole
+// pieces from the start: only the rest is summed here.
+func (sc *sendConn) prefixSum(ctx context.Context, sum *fileSum, f *os.File, n int64, sp *specPrefix) ([DigestSize]byte, error) {
+	var head int64
+	if sp != nil {
+		if err := sp.stop(ctx, sc.c, n/prefixPiece); err != nil {
+			return [DigestSize]byte{}, err
+		}
+		var k int64
+		k, sum.crc = sp.upTo(n / prefixPiece)
+		head = k * prefixPiece
+	}
+	tail := n - head
 	if sum.h != nil {
-		k, err := hashPrefix(ctx, sc.c, sum.h, io.NewSectionReader(f, 0, n), n, make([]byte, 1<<20))
-		if err == nil && k != n {
+		k, err := hashPrefix(ctx, sc.c, sum.h, io.NewSectionReader(f, head, tail), tail, make([]byte, 1<<20))
+		if err == nil && k != tail {
 			err = io.ErrUnexpectedEOF
 		}
 		return sum.digest(), err
 	}
-	crc, err := prefixCRC(ctx, sc.c, sc.pool(), f, n, sc.prefixBufs())
+	crc, err := prefixCRC(ctx, sc.c, sc.pool(), f, head, tail, sc.prefixBufs())
 	if err != nil {
 		return [DigestSize]byte{}, err
 	}
-	sum.crc, sum.n = crc, n
-	return CRCDigest(crc), nil
+	sum.crc, sum.n = crc32cCombine(sum.crc, crc, tail), n
+	return CRCDigest(sum.crc), nil
 }
 
 // pool is the connection's chunk pool, started at first use.

@@ -450,3 +450,49 @@ func TestResumeCRC32CLongPrefix(t *testing.T) {
 		})
 	}
 }
+
+// Under CRC32C both ends sum their prefixes at the same time: the sender
+// sums its file from the start while the receiver sums its partial copy,
+// before the RESUME-OFFSET that says how much to compare (before, the
+// sender began only then). The receiver's offer is held until the sender
+// has summed a piece (at most 2 s, within the idle timeouts).
+func TestResumeSumsAtBothEndsAtOnce(t *testing.T) {
+	const prefix = 4 << 20
+	data := randBytes(50, prefix+5000)
+	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
+	dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): data[:prefix]})
+	var mu sync.Mutex
+	pieces := 0 // summed at either end
+	transfer.SetHashChunkHook(func() { mu.Lock(); pieces++; mu.Unlock() })
+	defer transfer.SetHashChunkHook(nil)
+	atOffer := -1
+	rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
+		if i != 1 { // 0 HELLO, 1 RESUME-OFFSET
+			return transfertest.Deliver
+		}
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			n := pieces
+			mu.Unlock()
+			if n > prefix>>20 {
+				break
+			}
+		}
+		mu.Lock()
+		atOffer = pieces
+		mu.Unlock()
+		return transfertest.Deliver
+	}}}
+	o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
+	if o.serr != nil || o.rerr != nil {
+		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
+	}
+	allVerified(t, o.srep, 1)
+	if f := o.srep.Files[0]; f.Offset != prefix {
+		t.Errorf("resumed at %d, want %d", f.Offset, prefix)
+	}
+	if atOffer <= prefix>>20 {
+		t.Errorf("%d pieces summed when the receiver offered its prefix: the receiver's %d, none of the sender's", atOffer, prefix>>20)
+	}
+	sameTree(t, src, dst)
+}
