@@ -60,8 +60,9 @@
 // content; only when both agree does the receiver fsync, rename into place,
 // and answer RESULT ok with its own, which the sender compares with its
 // own: Verified in a FileResult means both checks passed. --resume compares
-// the prefixes by the same checksum (CRC32C summed in pieces on the pool
-// at each end).
+// the prefixes by the same checksum: CRC32C summed in pieces on the pool,
+// at both ends at once (the sender starts on its file while the receiver
+// sums its partial copy), or SHA-256 one end after the other.
 // If the receiver fails a transfer midway it answers RESULT at once and
 // keeps its window until the sender's DONE (flagged aborted) proves no more
 // writes are coming.
