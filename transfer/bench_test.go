@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/rdmago/rdmago/transfer"
@@ -27,23 +28,57 @@ func BenchmarkTransfer(b *testing.B) {
 			}
 			b.SetBytes(size)
 			for b.Loop() {
-				dst := benchDir(b)
-				st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-				done := make(chan error, 1)
-				go func() {
-					_, err := (&transfer.Receiver{Dir: dst, Slots: 16, SlotSize: slotSize}).ServeConn(context.Background(), rt)
-					done <- err
-				}()
-				rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
-				st.Close()
-				if err != nil || !rep.OK(1) {
-					b.Fatal(err)
-				}
-				if err := <-done; err != nil {
-					b.Fatal(err)
-				}
+				benchOnce(b, items, &transfer.Receiver{Dir: benchDir(b), Slots: 16, SlotSize: slotSize})
 			}
 		})
+	}
+}
+
+// BenchmarkTransferVerify moves a 32 MiB file (1 MiB slots) over the
+// in-memory transport under each --verify policy with GOMAXPROCS 1 and 2:
+// how the checksums (and the reads and writes beside them on the chunk
+// pool) scale with the cores the host gives. MB/s is the file's bytes.
+func BenchmarkTransferVerify(b *testing.B) {
+	const size = 32 << 20
+	src := benchDir(b)
+	if err := os.WriteFile(filepath.Join(src, "f"), randBytes(2, size), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	items, _, err := transfer.Plan(filepath.Join(src, "f"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, procs := range []int{1, 2} {
+		for _, v := range []transfer.Verify{transfer.VerifyCRC32C, transfer.VerifySHA256, transfer.VerifyNone} {
+			b.Run("procs="+itoa(procs)+"/"+v.String(), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				b.SetBytes(size)
+				b.ReportAllocs()
+				for b.Loop() {
+					dst := benchDir(b)
+					benchOnce(b, items, &transfer.Receiver{Dir: dst, Slots: 16, SlotSize: 1 << 20, Verify: v})
+					os.RemoveAll(dst)
+				}
+			})
+		}
+	}
+}
+
+// benchOnce sends items to r over a transfertest.Pipe.
+func benchOnce(b *testing.B, items []transfer.Item, r *transfer.Receiver) {
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.ServeConn(context.Background(), rt)
+		done <- err
+	}()
+	rep, err := (&transfer.Sender{}).Send(context.Background(), st, items)
+	st.Close()
+	if err != nil || !rep.OK(1) {
+		b.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -125,6 +125,44 @@ func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
 	}
 }
 
+// doneCtx is a context that is already done: Transport.Receive with it
+// only takes what has arrived (see Transport).
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// poll is recv without waiting: ok is false when nothing has arrived.
+func (c *conn) poll(ctx context.Context) (m Message, a Arrival, ok bool, err error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, a, false, err
+		}
+		a, err = c.t.Receive(doneCtx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil, a, false, nil
+			}
+			return nil, a, false, err
+		}
+		if a.Write {
+			return nil, a, true, nil
+		}
+		c.last = a.Msg
+		if m, err = c.open(a.Msg); err != nil {
+			return nil, a, false, err
+		}
+		switch m := m.(type) {
+		case *KeepAlive:
+			continue
+		case *ErrorMsg:
+			return nil, a, false, &Error{Code: m.Code, Text: m.Text, Remote: true}
+		}
+		return m, a, true, nil
+	}
+}
+
 // fail tells the peer about a fatal local error (best effort, briefly) and
 // returns err. Errors the peer sent, and broken connections, are not echoed.
 func (c *conn) fail(ctx context.Context, err error) error {

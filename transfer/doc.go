@@ -12,19 +12,22 @@
 //
 //	sender                                  receiver
 //	HELLO(versions, nonce, window wish) →
-//	                                      ← HELLO(version, nonce, window limit)
+//	                                      ← HELLO(version, nonce, window limit, verify)
 //	AUTH(HMAC sender)                   →          (only with a pre-shared key;
 //	                                      ← AUTH(HMAC receiver)  both checked)
 //	per item:
 //	FILE(id, name, size, mode, mtime, resume?) →
 //	                                      ← RESULT(error)              rejected, or
-//	                                      ← RESUME-OFFSET(len, sha256 of partial)
+//	                                      ← RESUME-OFFSET(len, checksum of partial)
 //	RESUME-OFFSET(len or 0)             →          (only when len > 0)
 //	                                      ← WINDOW(slots, slot size, addr, rkey)
-//	WRITE_WITH_IMM(slot, seq) × n       →          (at most `slots` unconsumed)
+//	WRITE_WITH_IMM(slot, seq) × n       →          (at most `slots` uncredited;
+//	                                                data then its CRC32C)
+//	                                      ← RESEND(chunk)     (its CRC32C failed)
+//	WRITE_WITH_IMM(slot, seq)           →          (that chunk again)
 //	                                      ← CREDIT(consumed)  (every slots/4)
-//	DONE(chunks, sha256)                →
-//	                                      ← RESULT(ok, sha256 | error)
+//	DONE(chunks, checksum)              →
+//	                                      ← RESULT(ok, checksum | error)
 //	BYE                                 →
 //	                                      ← BYE
 //
@@ -43,10 +46,23 @@
 // knows which slots are free and keeps the window full; both ends hold at
 // most one window of memory whatever the file size.
 //
-// The receiver hashes what it writes; DONE carries the sender's SHA-256 of
-// the whole content; only when both agree does the receiver fsync, rename
-// into place, and answer RESULT ok with its digest, which the sender
-// compares with its own: Verified in a FileResult means both checks passed.
+// The receiver's policy decides how data is verified (Verify, announced in
+// its HELLO, protocol version 3; a sender may refuse it). By default
+// (VerifyCRC32C) each chunk's write carries the sender's CRC32C after the
+// data; the receiver copies the chunk out of the window, checks the copy
+// and writes that same copy, on a pool of goroutines beside the one that
+// drives the transport, and asks for a chunk that fails again (RESEND, at
+// most MaxChunkResends times) before crediting its slot. The file's
+// checksum is the CRC32C of the whole content, combined from the chunks'
+// without reading them again. With VerifySHA256 the receiver instead hashes
+// what it writes with SHA-256 (what sha256sum prints); with VerifyNone
+// nothing is checked. DONE carries the sender's checksum of the whole
+// content; only when both agree does the receiver fsync, rename into place,
+// and answer RESULT ok with its own, which the sender compares with its
+// own: Verified in a FileResult means both checks passed. --resume compares
+// the prefixes by the same checksum: CRC32C summed in pieces on the pool,
+// at both ends at once (the sender starts on its file while the receiver
+// sums its partial copy), or SHA-256 one end after the other.
 // If the receiver fails a transfer midway it answers RESULT at once and
 // keeps its window until the sender's DONE (flagged aborted) proves no more
 // writes are coming.
@@ -63,9 +79,10 @@
 // authMAC) and binds the rest of the session: every later control message
 // carries a MAC under a key derived from the handshake, so DONE's and
 // RESULT's digests cannot be rewritten on the wire, and data altered on the
-// way fails verification. It does not encrypt. Without a key, the SHA-256
-// catches corruption, not an attacker who can rewrite both the data and
-// DONE. Modes keep their permission bits only (no
+// way fails verification — with VerifySHA256: a CRC32C can be steered, so
+// under the default an attacker on the wire who rewrites data can make it
+// pass. It does not encrypt. Without a key, the checksums catch corruption,
+// not an attacker who can rewrite both the data and DONE. Modes keep their permission bits only (no
 // setuid, setgid or sticky bit); directories keep their mode, not their
 // modification time (their contents change it); symbolic links, devices,
 // sockets and pipes are not sent.

@@ -26,7 +26,7 @@ const (
 	CodeNoSpace      Code = 9  // the receiver's disk (or quota) is full
 	CodePermission   Code = 10 // the receiver may not write there
 	CodeIO           Code = 11 // a read or write failed
-	CodeDigest       Code = 12 // the SHA-256 of what arrived differs from the sender's
+	CodeDigest       Code = 12 // the checksum of what arrived differs from the sender's (or a chunk kept failing its CRC32C)
 	CodeBusy         Code = 13 // another connection is writing the same name
 	CodeAborted      Code = 14 // the sender stopped the transfer
 	CodeInternal     Code = 15 // a bug or resource failure (memory registration, ...)
@@ -39,6 +39,9 @@ const (
 	// it sent CodeBusy (which a sender does not retry); senders before it
 	// fail with "error code 18" and the receiver's text.
 	CodeHandshakeBusy Code = 18
+	// CodeVerify: the sender refused the receiver's verification policy
+	// (Sender.Verify asks for more than the receiver's --verify).
+	CodeVerify Code = 19
 )
 
 var codeNames = [...]string{
@@ -49,7 +52,7 @@ var codeNames = [...]string{
 	CodeIO: "I/O error", CodeDigest: "digest mismatch", CodeBusy: "busy",
 	CodeAborted: "aborted by sender", CodeInternal: "internal error",
 	CodeNotDir: "not a directory", CodeShutdown: "receiver shutting down",
-	CodeHandshakeBusy: "busy with handshakes",
+	CodeHandshakeBusy: "busy with handshakes", CodeVerify: "verification refused",
 }
 
 func (c Code) String() string {
@@ -110,6 +113,8 @@ var (
 	// ErrHandshakeBusy is the receiver refusing a connection because its
 	// handshake cap is full; see CodeHandshakeBusy and Sender.DialSend.
 	ErrHandshakeBusy = &Error{Code: CodeHandshakeBusy}
+	// ErrVerify is a sender refusing the receiver's verification policy.
+	ErrVerify = &Error{Code: CodeVerify}
 )
 
 // Transport-level sentinels. Transports wrap their failures with these so

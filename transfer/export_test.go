@@ -41,3 +41,6 @@ func Handshakes(r *Receiver) int {
 	defer r.mu.Unlock()
 	return r.nhand
 }
+
+// CRC32CCombine is crc32cCombine.
+func CRC32CCombine(crc1, crc2 uint32, len2 int64) uint32 { return crc32cCombine(crc1, crc2, len2) }

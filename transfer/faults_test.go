@@ -164,6 +164,10 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 	}
 }
 
+// With --verify sha256 a corrupted chunk is found by the file's digest:
+// the file fails and is sent again whole (Sender.Retries). The default,
+// CRC32C per chunk, asks for the chunk again instead:
+// TestCorruptChunkResent.
 func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	data := randBytes(11, 9*tSlotSize+1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
@@ -178,7 +182,8 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 		}}}
 	}
 	dst := t.TempDir()
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), transfertest.Config{})
+	sha := func() *transfer.Receiver { r := smallReceiver(dst); r.Verify = transfer.VerifySHA256; return r }
+	o := pair(t, sha(), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -189,7 +194,7 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 		t.Error("corrupt copy left behind")
 	}
 
-	o = pair(t, smallReceiver(dst), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), transfertest.Config{})
+	o = pair(t, sha(), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

@@ -24,6 +24,7 @@ func seeds() []transfer.Message {
 	return []transfer.Message{
 		&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
 		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096},
+		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Verify: transfer.VerifyNone, Slots: 2, SlotSize: 8192},
 		&transfer.Auth{MAC: d},
 		&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
 		&transfer.File{ID: 2, Kind: transfer.KindDir, Mode: 0o700, Name: "dir"},
@@ -35,6 +36,7 @@ func seeds() []transfer.Message {
 		&transfer.ErrorMsg{Code: transfer.CodeProtocol, Text: "bad"},
 		&transfer.Bye{},
 		&transfer.KeepAlive{},
+		&transfer.Resend{ID: 8, Chunk: 12345},
 	}
 }
 
@@ -124,6 +126,7 @@ func FuzzDecodeDone(f *testing.F)   { fuzzPayload(f, transfer.MsgDone, transfer.
 func FuzzDecodeResult(f *testing.F) { fuzzPayload(f, transfer.MsgResult, transfer.DecodeResult) }
 func FuzzDecodeError(f *testing.F)  { fuzzPayload(f, transfer.MsgError, transfer.DecodeError) }
 func FuzzDecodeBye(f *testing.F)    { fuzzPayload(f, transfer.MsgBye, transfer.DecodeBye) }
+func FuzzDecodeResend(f *testing.F) { fuzzPayload(f, transfer.MsgResend, transfer.DecodeResend) }
 func FuzzDecodeKeepAlive(f *testing.F) {
 	fuzzPayload(f, transfer.MsgKeepAlive, transfer.DecodeKeepAlive)
 }
@@ -176,6 +179,10 @@ func FuzzReceiver(f *testing.F) {
 	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Mode: 0o755, Name: "d"}), msg(&transfer.File{ID: 2, Kind: transfer.KindFile, Name: "d/e"}), msg(&transfer.Done{ID: 2}), msg(&transfer.Bye{})))
 	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Size: 9000, Name: "p"}), msg(&transfer.ResumeOffset{ID: 1}), write(0, 4096), write(transfer.EncodeImm(1, 1), 4096)))
 	f.Add(join(msg(&transfer.Credit{ID: 1, Consumed: 1})))
+	// The default verification: each chunk's write carries its CRC32C
+	// (ChunkCRCSize more bytes); the receiver asks for bad ones again.
+	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 5, Name: "f"}), write(0, 5+transfer.ChunkCRCSize), write(0, 5+transfer.ChunkCRCSize), msg(&transfer.Done{ID: 1, Chunks: 1}), msg(&transfer.Bye{})))
+	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 9000, Name: "g"}), write(0, 4096+transfer.ChunkCRCSize), msg(&transfer.Done{ID: 1, Chunks: 3}), write(transfer.EncodeImm(1, 1), 4096+transfer.ChunkCRCSize), write(0, 4096+transfer.ChunkCRCSize)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		outer := t.TempDir()
 		dst := filepath.Join(outer, "dst")

@@ -20,12 +20,20 @@ import (
 // RDMA WRITE into the window, which stays exposed) must not make the
 // receiver attest bytes it did not write: what is on disk under a verified
 // name hashes to the digest reported, and here is the source's content.
+// Under both verifications: the SHA-256 of the file, and the CRC32C checked
+// per chunk (on the pool's goroutines) and combined.
 func TestRewrittenSlotCannotLie(t *testing.T) {
+	for _, v := range []transfer.Verify{transfer.VerifySHA256, transfer.VerifyCRC32C} {
+		t.Run(v.String(), func(t *testing.T) { testRewrittenSlotCannotLie(t, v) })
+	}
+}
+
+func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 	for _, slotSize := range []int{tSlotSize, 2 * transfer.ParallelHashMin} {
 		data := randBytes(23, 6*slotSize+17)
 		src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 		dst := t.TempDir()
-		r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, IdleTimeout: 5 * time.Second}
+		r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, IdleTimeout: 5 * time.Second, Verify: v}
 
 		var mu sync.Mutex
 		var win *transfer.Window
@@ -45,15 +53,17 @@ func TestRewrittenSlotCannotLie(t *testing.T) {
 		transfer.SetWriteFault(r, func(_ string, off int64, n int) error {
 			// Between the receiver's check of chunk k and its write:
 			// rewrite k's slot (only: later slots hold chunks in flight).
+			// With CRC32C this runs on the pool's goroutines.
 			mu.Lock()
+			defer mu.Unlock()
 			w := win
-			mu.Unlock()
 			if w == nil {
 				return nil
 			}
-			rem := transfer.RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(w.Slots) * uint64(w.SlotSize)}
+			stride := uint64(v.Stride(int(w.SlotSize)))
+			rem := transfer.RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(w.Slots) * stride}
 			slot := uint64(off) / uint64(w.SlotSize) % uint64(w.Slots)
-			if err := st.WriteRaw(rem, slot*uint64(w.SlotSize), garbage[:n]); err != nil {
+			if err := st.WriteRaw(rem, slot*stride, garbage[:n]); err != nil {
 				t.Errorf("raw write: %v", err)
 				return nil
 			}
@@ -72,7 +82,10 @@ func TestRewrittenSlotCannotLie(t *testing.T) {
 		st.Close()
 		<-done
 		cancel()
-		if rewrites == 0 {
+		mu.Lock()
+		rewrote := rewrites
+		mu.Unlock()
+		if rewrote == 0 {
 			t.Fatalf("slot %d: the fault never ran", slotSize)
 		}
 		if serr != nil {
@@ -86,8 +99,15 @@ func TestRewrittenSlotCannotLie(t *testing.T) {
 			if err != nil {
 				t.Fatalf("slot %d: verified but not on disk: %v", slotSize, err)
 			}
-			if sha256.Sum256(got) != f.Digest {
-				t.Errorf("slot %d: reported verified with %x, the file on disk hashes to %x", slotSize, f.Digest, sha256.Sum256(got))
+			switch v {
+			case transfer.VerifySHA256:
+				if sha256.Sum256(got) != f.Digest {
+					t.Errorf("slot %d: reported verified with %x, the file on disk hashes to %x", slotSize, f.Digest, sha256.Sum256(got))
+				}
+			case transfer.VerifyCRC32C:
+				if f.Verify != v || transfer.CRC32C(got) != f.CRC32C {
+					t.Errorf("slot %d: reported verified (%v) with CRC32C %08x, the file on disk sums to %08x", slotSize, f.Verify, f.CRC32C, transfer.CRC32C(got))
+				}
 			}
 		}
 		if err == nil && !bytes.Equal(got, data) {

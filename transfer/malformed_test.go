@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,6 +97,10 @@ func (p *rawPeer) errorMsg() *transfer.ErrorMsg {
 	return nil
 }
 
+// tChunkWrite is the length of a write of tSlotSize bytes of data: with
+// its CRC32C (the receiver's default verification).
+const tChunkWrite = tSlotSize + transfer.ChunkCRCSize
+
 func header(typ transfer.MsgType, length uint32) []byte {
 	b := binary.BigEndian.AppendUint32(nil, transfer.Magic)
 	b = binary.BigEndian.AppendUint16(b, transfer.WireVersion)
@@ -154,7 +159,8 @@ func TestMalformedRejected(t *testing.T) {
 		{"FILE before HELLO", []step{msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Name: "d"})}, transfer.CodeProtocol, "unexpected FILE before HELLO"},
 		{"data before HELLO", []step{func(p *rawPeer) { p.imm(0, 10) }}, transfer.CodeProtocol, "unexpected data write before HELLO"},
 		{"HELLO from a receiver", []step{msg(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})}, transfer.CodeProtocol, "HELLO from a receiver"},
-		{"no common version", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 3, MaxVersion: 5})}, transfer.CodeVersion, "versions 3..5"},
+		{"no common version", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion + 1, MaxVersion: transfer.ProtocolVersion + 3})}, transfer.CodeVersion,
+			fmt.Sprintf("versions %d..%d", transfer.ProtocolVersion+1, transfer.ProtocolVersion+3)},
 		{"version 1 sender (no session MAC)", []step{msg(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 1, MaxVersion: 1})}, transfer.CodeVersion, "use matching rdmacp versions"},
 		{"HELLO reserved bits", []step{raw(func() []byte { b := append([]byte{}, goodHello...); b[transfer.HeaderSize+7] = 1; return b }())}, transfer.CodeProtocol, "reserved field"},
 		{"second HELLO", []step{hello, raw(goodHello)}, transfer.CodeProtocol, "unexpected HELLO while waiting for FILE or BYE"},
@@ -189,11 +195,11 @@ func TestMalformedRejected(t *testing.T) {
 		{"write with a wrong length", []step{hello, window, func(p *rawPeer) { p.imm(transfer.EncodeImm(0, 0), 10) }}, transfer.CodeProtocol, "of 10 bytes for chunk 0, expected 4096"},
 		{"too many writes", []step{hello, window, func(p *rawPeer) {
 			for i := range 4 {
-				p.imm(transfer.EncodeImm(i%3, uint64(i)), tSlotSize)
+				p.imm(transfer.EncodeImm(i%3, uint64(i)), tChunkWrite)
 			}
 		}}, transfer.CodeProtocol, "beyond the 3 chunks"},
 		{"DONE short of chunks", []step{hello, window, func(p *rawPeer) {
-			p.imm(transfer.EncodeImm(0, 0), tSlotSize)
+			p.imm(transfer.EncodeImm(0, 0), tChunkWrite)
 			p.send(&transfer.Done{ID: 1, Chunks: 1})
 		}}, transfer.CodeProtocol, "1 arrived, 3 expected"},
 		{"DONE of another transfer", []step{hello, window, msg(&transfer.Done{ID: 2})}, transfer.CodeProtocol, "unexpected DONE during the data of transfer 1"},

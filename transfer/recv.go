@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -43,9 +42,11 @@ const (
 //     there when the sender asks and its prefix hashes the same at both ends;
 //   - exposes a window of at most Slots×SlotSize bytes, registered for this
 //     transfer only and deregistered when its data is in;
-//   - checks the SHA-256 of the content against the sender's, fsyncs, sets
-//     mode (permission bits) and modification time, renames into place,
-//     fsyncs the directory, and only then answers RESULT ok.
+//   - checks each chunk's CRC32C before writing it and asks for a corrupted
+//     chunk again (or, with VerifySHA256, the SHA-256 of the whole content;
+//     see Verify), checks the file's checksum against the sender's, fsyncs,
+//     sets mode (permission bits) and modification time, renames into
+//     place, fsyncs the directory, and only then answers RESULT ok.
 //
 // A file that fails verification or cannot be written is removed; a transfer
 // cut short (the connection broke, the sender aborted) leaves its partial
@@ -80,6 +81,9 @@ type Receiver struct {
 	HandshakeTimeout time.Duration
 	// IdleTimeout ends a connection that sends nothing for that long.
 	IdleTimeout time.Duration
+	// Verify is the receiver's verification policy (zero: VerifyCRC32C),
+	// announced in its HELLO; a sender may refuse it (Sender.Verify).
+	Verify Verify
 	// OnFile, when set, is called after each file or directory with its
 	// result, from the connection's goroutine.
 	OnFile func(FileResult)
@@ -105,10 +109,16 @@ type FileResult struct {
 	Kind   Kind
 	Size   int64 // the whole file
 	Offset int64 // where the data started (resumed prefix)
-	Bytes  int64 // data moved over the connection
+	Bytes  int64 // data moved over the connection (chunks written again not counted)
+	// Verify is the connection's verification; Digest the content's
+	// SHA-256 (VerifySHA256 only), CRC32C its CRC32C (VerifyCRC32C only).
+	Verify Verify
 	Digest [DigestSize]byte
-	// Verified: the receiver checked the SHA-256 and the file is in place
-	// (for directories: created or present).
+	CRC32C uint32
+	// Resent counts chunks the receiver asked for again (RESEND).
+	Resent int
+	// Verified: the receiver checked the checksum (none with VerifyNone)
+	// and the file is in place (for directories: created or present).
 	Verified bool
 	Retries  int
 	Duration time.Duration
@@ -255,9 +265,16 @@ type recvConn struct {
 	lastID   uint32
 	nfiles   int
 	buf      []byte // rehash buffer
-	chunk    []byte // a chunk copied out of the window, hashed and written
-	handing  bool   // counted in Receiver.nhand
-	umask    uint32 // the process's, when the connection started
+	pool     *chunkPool
+	copies   [][]byte // free buffers chunks are copied out of the window into
+	// per slot of the current window: recvXfer's slot states, the chunk
+	// each holds, the CRC32C of a checked chunk, the RESENDs asked for it.
+	state   []uint8
+	chunkOf []uint64
+	crcs    []uint32
+	tries   []uint8
+	handing bool   // counted in Receiver.nhand
+	umask   uint32 // the process's, when the connection started
 }
 
 // handshakeOver takes the connection out of Receiver.nhand (once).
@@ -278,6 +295,7 @@ func (rc *recvConn) run(ctx context.Context) error {
 	}
 	rc.root = root
 	defer root.Close()
+	defer rc.closePool()
 	rc.umask = umask()
 	// HELLO (and AUTH) within the handshake timeout, whatever the idle
 	// timeout: an unauthenticated peer holds a slot only that long.
@@ -323,7 +341,10 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
 	}
 	if hs.MinVersion > ProtocolVersion || hs.MaxVersion < ProtocolVersion {
-		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks protocol versions %d..%d, this receiver %d: use matching rdmacp versions", hs.MinVersion, hs.MaxVersion, ProtocolVersion)}
+		return versionError(hs)
+	}
+	if hs.Verify != 0 {
+		return protoErrorf("HELLO from a sender with verification %v: the receiver's policy decides (the sender's must be 0)", hs.Verify)
 	}
 	if rc.r.PSK != nil && hs.Flags&HelloPSK == 0 {
 		return &Error{Code: CodeAuthRequired, Text: "this receiver requires a pre-shared key: run the sender with --psk-file"}
@@ -343,7 +364,7 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		return &Error{Code: CodeInternal, Text: fmt.Sprintf("receiver window %d×%d is unusable", rc.slots, rc.slotSize)}
 	}
 	hr := &Hello{Role: RoleReceiver, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
-		Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
+		Verify: rc.r.Verify.or(), Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
 	helloR, err := rc.c.sendHello(ctx, hr, rc.r.PSK)
 	if err != nil {
 		return err
@@ -361,6 +382,20 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 	}
 	rc.c.bind(rc.r.PSK, helloS, helloR, false)
 	return nil
+}
+
+// versionError is the refusal of a sender's HELLO whose versions do not
+// include this receiver's, saying which end to upgrade.
+func versionError(hs *Hello) error {
+	speaks := fmt.Sprintf("protocol version %d", hs.MinVersion)
+	if hs.MinVersion != hs.MaxVersion {
+		speaks = fmt.Sprintf("protocol versions %d..%d", hs.MinVersion, hs.MaxVersion)
+	}
+	what := "the sender"
+	if hs.MinVersion > ProtocolVersion {
+		what = "the receiver"
+	}
+	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks %s, this receiver %d: use matching rdmacp versions (upgrade rdmacp on %s)", speaks, ProtocolVersion, what)}
 }
 
 func (r *Receiver) lock(name string) bool {
@@ -388,7 +423,8 @@ type recvFile struct {
 	res      FileResult
 	f        *os.File
 	partial  string
-	h        hash.Hash
+	sum      *fileSum
+	keep     int64 // the partial copy's verified, contiguous length (-1: all of it)
 	start    time.Time
 	reported bool
 }
@@ -404,12 +440,16 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	if rc.nfiles > rc.r.maxFiles() {
 		return &Error{Code: CodeTooMany, Text: fmt.Sprintf("more than %d files on one connection: send the rest on another", rc.r.maxFiles())}
 	}
-	x := &recvFile{m: m, start: time.Now(), partial: PartialName(m.Name),
+	x := &recvFile{m: m, start: time.Now(), partial: PartialName(m.Name), keep: -1,
 		res: FileResult{ID: m.ID, Name: m.Name, Kind: m.Kind, Size: int64(m.Size)}}
 	defer func() {
 		if x.f != nil {
 			// Cut short (connection broken, fatal error): keep the partial
-			// copy, durable, for --resume.
+			// copy, durable, for --resume: its verified prefix (chunks
+			// after a missing one may be written already).
+			if x.keep >= 0 {
+				x.f.Truncate(x.keep)
+			}
 			x.f.Sync()
 			x.f.Close()
 		}
@@ -455,22 +495,22 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 		return rc.rejectErr(ctx, x, "create partial copy of", err)
 	}
 	x.f = f
-	x.h = sha256.New()
+	x.sum = newFileSum(rc.r.Verify)
 
-	// Resume: offer the partial copy's length and digest.
+	// Resume: offer the partial copy's length and checksum.
 	var offer ResumeOffset
 	offer.ID = m.ID
 	if m.Flags&FileResume != 0 {
-		if off, err := rc.rehash(ctx, f, int64(m.Size), x.h); err == nil && off > 0 {
+		if off, d, err := rc.rehash(ctx, f, int64(m.Size), x.sum); err == nil && off > 0 {
 			offer.Offset = uint64(off)
-			x.h.Sum(offer.Digest[:0])
+			offer.Digest = d
 		}
 	}
 	if offer.Offset == 0 {
 		if err := f.Truncate(0); err != nil {
 			return rc.rejectErr(ctx, x, "truncate partial copy of", err)
 		}
-		x.h.Reset()
+		x.sum.reset()
 	}
 	if err := rc.c.send(ctx, &offer); err != nil {
 		return err
@@ -489,7 +529,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 			return protoErrorf("RESUME-OFFSET for transfer %d during transfer %d", ro.ID, m.ID)
 		case ro.Offset == 0:
 			startAt = 0
-			x.h.Reset()
+			x.sum.reset()
 			if err := f.Truncate(0); err != nil {
 				return rc.rejectErr(ctx, x, "truncate partial copy of", err)
 			}
@@ -501,24 +541,39 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	return rc.data(ctx, x, startAt)
 }
 
-// rehash hashes the partial copy into h (which it leaves dirty on error) and
-// returns its length; a partial longer than size is no prefix and gives 0.
-func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, h hash.Hash) (int64, error) {
+// rehash sums the partial copy into sum (which it leaves dirty on error)
+// and returns its length and checksum to offer: the SHA-256 with
+// VerifySHA256, else the CRC32C, summed in pieces on the pool. A partial
+// longer than size is no prefix and gives 0.
+func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, sum *fileSum) (int64, [DigestSize]byte, error) {
+	var d [DigestSize]byte
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, d, err
 	}
 	n := fi.Size()
 	if !fi.Mode().IsRegular() || n > size {
-		return 0, nil
+		return 0, d, nil
 	}
-	if rc.buf == nil {
-		rc.buf = make([]byte, 1<<20)
+	if sum.h != nil {
+		if rc.buf == nil {
+			rc.buf = make([]byte, 1<<20)
+		}
+		if _, err := hashPrefix(ctx, rc.c, sum.h, io.NewSectionReader(f, 0, n), n, rc.buf); err != nil {
+			return 0, d, err
+		}
+		return n, sum.digest(), nil
 	}
-	if _, err := hashPrefix(ctx, rc.c, h, io.NewSectionReader(f, 0, n), n, rc.buf); err != nil {
-		return 0, err
+	bufs := make([][]byte, poolWorkers(rc.slots))
+	for i := range bufs {
+		bufs[i] = make([]byte, prefixPiece+ChunkCRCSize)
 	}
-	return n, nil
+	crc, err := prefixCRC(ctx, rc.c, rc.chunkPool(), f, 0, n, bufs)
+	if err != nil {
+		return 0, d, err
+	}
+	sum.crc, sum.n = crc, n
+	return n, CRCDigest(crc), nil
 }
 
 // hashPrefix hashes the first n bytes of r into h, sending KEEPALIVEs on c
@@ -546,117 +601,379 @@ func hashPrefix(ctx context.Context, c *conn, h hash.Hash, r io.Reader, n int64,
 // hashChunkHook, for tests, runs after each chunk hashPrefix hashes.
 var hashChunkHook func()
 
-// data runs the window, then DONE and the verdict.
+// Slot states of a recvXfer.
+const (
+	slotFree   = iota // no chunk, or one not arrived yet
+	slotBusy          // copied out, being checked and written (pool)
+	slotResend        // failed its CRC32C, asked for again
+	slotDone          // checked and written, not yet credited
+)
+
+// recvXfer is the state of one transfer's window. Chunks arrive in order
+// (next), except those asked for again; base is the first chunk not yet
+// checked and written, credited the last base the sender was told.
+type recvXfer struct {
+	x           *recvFile
+	start       int64 // file offset of chunk 0
+	slots       uint64
+	slotSize    int64
+	trailer     int64 // ChunkCRCSize with VerifyCRC32C, else 0
+	remaining   int64
+	chunks      uint64
+	next        uint64
+	base        uint64
+	credited    uint64
+	batch       uint64     // chunks a CREDIT waits for (unless the sender has no slot left)
+	hash        *asyncHash // VerifySHA256 with large chunks and CPUs to spare
+	resends     int        // slots in slotResend
+	failed      bool
+	werr        error // the write that failed
+	pendingDone *Done // DONE came while chunks were asked for again
+}
+
+func (t *recvXfer) chunkLen(k uint64) int64 {
+	return min(t.slotSize, t.remaining-int64(k)*t.slotSize)
+}
+
+// data runs the window, then DONE and the verdict. Each chunk is copied out
+// of the window (which stays remote-writable, so the peer could rewrite the
+// slot between the check and the write: the bytes checked are the bytes
+// written), then checked against its CRC32C and written on the pool, or
+// with VerifySHA256 hashed while it is written.
 func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error) {
 	m := x.m
+	x.keep = pos
 	remaining := int64(m.Size) - pos
-	var chunks, consumed uint64
-	failed := false
-	if remaining > 0 {
-		slotSize := int64(rc.slotSize)
-		if r := roundUp(remaining, 4096); r < slotSize {
-			slotSize = r
-		}
-		chunks = uint64((remaining + slotSize - 1) / slotSize)
-		slots := min(uint64(rc.slots), chunks)
-		win, rerr := rc.c.t.Register(int(slots)*int(slotSize), true)
-		if rerr != nil {
-			return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(slotSize), m.Name, rerr)
-		}
-		defer func() {
-			// Say why before withdrawing the window: the sender's next
-			// write then fails, and it finds the reason queued.
-			err = rc.c.fail(ctx, err)
-			win.Close()
-		}()
-		rem := win.Remote()
-		if err := rc.c.send(ctx, &Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
+	if remaining <= 0 {
+		mm, _, err := rc.c.recv(ctx)
+		if err != nil {
 			return err
 		}
-		batch := max(1, slots/4)
-		var credited uint64
-		mem := win.Bytes()
-		parallel := runtime.GOMAXPROCS(0) > 1
-		hp := startHasher(x.h)
-		defer close(hp.in)
-	loop:
+		d, ok := mm.(*Done)
+		if !ok || d.ID != m.ID {
+			return unexpected(mm, fmt.Sprintf("while waiting for DONE of transfer %d", m.ID))
+		}
+		return rc.done(ctx, x, d, 0, 0, false)
+	}
+	slotSize := int64(rc.slotSize)
+	if r := roundUp(remaining, 4096); r < slotSize {
+		slotSize = r
+	}
+	chunks := uint64((remaining + slotSize - 1) / slotSize)
+	slots := min(uint64(rc.slots), chunks)
+	v := rc.r.Verify.or()
+	stride := int64(v.Stride(int(slotSize)))
+	win, rerr := rc.c.t.Register(int(slots)*int(stride), true)
+	if rerr != nil {
+		return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(stride), m.Name, rerr)
+	}
+	t := &recvXfer{x: x, start: pos, slots: slots, slotSize: slotSize, trailer: stride - slotSize,
+		remaining: remaining, chunks: chunks, batch: max(1, slots/4)}
+	rc.xfer(int(slots))
+	p := rc.chunkPool()
+	defer func() {
+		// Take in what the pool finished (a broken connection keeps the
+		// verified prefix), then say why before withdrawing the window:
+		// the sender's next write then fails, and it finds the reason
+		// queued.
+		for p.n > 0 {
+			rc.settle(t, p.wait())
+		}
+		if t.hash != nil {
+			rc.hashed(t)
+			t.hash.stop()
+		}
+		err = rc.c.fail(ctx, err)
+		win.Close()
+	}()
+	rem := win.Remote()
+	if err := rc.c.send(ctx, &Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
+		return err
+	}
+	mem := win.Bytes()
+	if v == VerifySHA256 && slotSize >= parallelHashMin && runtime.GOMAXPROCS(0) > 1 {
+		t.hash = newAsyncHash(x.sum.h, len(rc.copies)+1) // stopped by the deferred cleanup above
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Take in finished chunks; when the sender can post no more
+		// (every slot uncredited) or DONE waits for them, wait for all.
 		for {
-			if err := ctx.Err(); err != nil {
+			j, ok := p.poll()
+			if !ok {
+				break
+			}
+			if err := rc.finish(ctx, t, j); err != nil {
 				return err
 			}
-			mm, a, err := rc.c.recv(ctx)
-			if err != nil {
-				return err
-			}
-			if mm != nil {
-				if d, ok := mm.(*Done); ok && d.ID == m.ID {
-					win.Close() // the data is in: stop exposing memory
-					return rc.done(ctx, x, d, chunks, consumed, failed)
-				}
-				return unexpected(mm, fmt.Sprintf("during the data of transfer %d", m.ID))
-			}
-			slot, seq := DecodeImm(a.Imm)
-			if consumed >= chunks {
-				return protoErrorf("data write beyond the %d chunks of transfer %d", chunks, m.ID)
-			}
-			if uint64(slot) != consumed%slots || seq != uint32(consumed&immSeqMask) {
-				return protoErrorf("data write to slot %d with sequence %d, expected slot %d sequence %d", slot, seq, consumed%slots, consumed&immSeqMask)
-			}
-			n := min(slotSize, remaining-int64(consumed)*slotSize)
-			if int64(a.Len) != n {
-				return protoErrorf("data write of %d bytes for chunk %d, expected %d", a.Len, consumed, n)
-			}
-			consumed++
-			if failed {
-				continue loop
-			}
-			// Copy the chunk out of the window first: the window stays
-			// remote-writable, so the peer could rewrite the slot between
-			// the hash and the write. The bytes hashed are the bytes written.
-			if len(rc.chunk) < int(n) {
-				rc.chunk = make([]byte, slotSize)
-			}
-			chunk := rc.chunk[:n]
-			copy(chunk, mem[int64(slot)*slotSize:][:n])
-			// Hash and write the copy at once (both only read it).
-			par := n >= parallelHashMin && parallel
-			if par {
-				hp.in <- chunk
-			} else {
-				x.h.Write(chunk)
-			}
-			werr := rc.write(x, chunk, pos)
-			if par {
-				<-hp.done
-			}
-			if werr != nil {
-				failed = true
-				rc.discard(x)
-				if err := rc.rejectErr(ctx, x, "write", werr); err != nil {
-					return err
-				}
-				continue loop
-			}
-			pos += n
-			x.res.Bytes += n
-			rc.rep.Bytes += n
-			if consumed < chunks && consumed-credited >= batch {
-				credited = consumed
-				if err := rc.c.send(ctx, &Credit{ID: m.ID, Consumed: consumed}); err != nil {
+		}
+		if t.next-t.credited >= t.slots || t.pendingDone != nil {
+			for p.n > 0 {
+				if err := rc.finish(ctx, t, p.wait()); err != nil {
 					return err
 				}
 			}
 		}
+		if err := rc.credit(ctx, t); err != nil {
+			return err
+		}
+		// Every RESEND is answered (the sender takes them before a
+		// RESULT): after DONE, wait for the chunks asked for again, even
+		// of a file that failed meanwhile.
+		if d := t.pendingDone; d != nil && t.resends == 0 {
+			win.Close() // the data is in: stop exposing memory
+			rc.hashed(t)
+			return rc.done(ctx, x, d, chunks, t.next, t.failed)
+		}
+		// Receive; while the pool works, only what is there already, and
+		// else take in a finished chunk (whose credit may be what the
+		// sender waits for).
+		var mm Message
+		var a Arrival
+		if p.n > 0 {
+			var ok bool
+			if mm, a, ok, err = rc.c.poll(ctx); err == nil && !ok {
+				if err := rc.finish(ctx, t, p.wait()); err != nil {
+					return err
+				}
+				continue
+			}
+		} else {
+			mm, a, err = rc.c.recv(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		if mm != nil {
+			d, ok := mm.(*Done)
+			if !ok || d.ID != m.ID || t.pendingDone != nil {
+				return unexpected(mm, fmt.Sprintf("during the data of transfer %d", m.ID))
+			}
+			for p.n > 0 {
+				if err := rc.finish(ctx, t, p.wait()); err != nil {
+					return err
+				}
+			}
+			if t.resends > 0 && !t.failed && d.Flags&DoneAborted == 0 && t.next == chunks {
+				t.pendingDone = d // the chunks asked for again follow
+				continue
+			}
+			win.Close() // the data is in: stop exposing memory
+			rc.hashed(t)
+			return rc.done(ctx, x, d, chunks, t.next, t.failed)
+		}
+		slot, seq := DecodeImm(a.Imm)
+		var k uint64
+		s := uint64(slot)
+		switch {
+		case s < slots && rc.state[s] == slotResend && seq == uint32(rc.chunkOf[s]&immSeqMask):
+			k = rc.chunkOf[s] // a chunk asked for again
+		case t.next >= chunks:
+			return protoErrorf("data write beyond the %d chunks of transfer %d", chunks, m.ID)
+		case s != t.next%slots || seq != uint32(t.next&immSeqMask) || t.next-t.credited >= slots:
+			return protoErrorf("data write to slot %d with sequence %d, expected slot %d sequence %d", slot, seq, t.next%slots, t.next&immSeqMask)
+		default:
+			k = t.next
+		}
+		n := t.chunkLen(k)
+		if int64(a.Len) != n+t.trailer {
+			crc := ""
+			if t.trailer > 0 {
+				crc = fmt.Sprintf(" and its %d-byte CRC32C", t.trailer)
+			}
+			return protoErrorf("data write of %d bytes for chunk %d, expected %d%s", a.Len, k, n, crc)
+		}
+		if k == t.next {
+			t.next++
+			rc.chunkOf[s] = k
+		} else {
+			t.resends--
+		}
+		if t.failed {
+			rc.state[s] = slotFree
+			continue
+		}
+		rc.state[s] = slotBusy
+		buf, err := rc.copyBuf(ctx, t, p)
+		if err != nil {
+			return err
+		}
+		if t.failed { // the chunk that freed the buffer failed the file
+			rc.copies = append(rc.copies, buf)
+			rc.state[s] = slotFree
+			continue
+		}
+		copy(buf, mem[int64(slot)*stride:][:n+t.trailer])
+		p.submit(chunkJob{seq: k, off: t.start + int64(k)*slotSize, buf: buf[:n+t.trailer], n: int(n), crc: t.trailer > 0, x: x})
 	}
-	mm, _, err := rc.c.recv(ctx)
-	if err != nil {
+}
+
+// xfer sizes the connection's per-slot state for a window of slots.
+func (rc *recvConn) xfer(slots int) {
+	if len(rc.state) < slots {
+		rc.state = make([]uint8, rc.slots)
+		rc.chunkOf = make([]uint64, rc.slots)
+		rc.crcs = make([]uint32, rc.slots)
+		rc.tries = make([]uint8, rc.slots)
+	}
+	clear(rc.state)
+	clear(rc.tries)
+}
+
+// chunkPool is the connection's pool (started at first use): it holds as
+// many jobs as there are copy buffers.
+func (rc *recvConn) chunkPool() *chunkPool {
+	if rc.pool == nil {
+		n := poolWorkers(rc.slots) + 1
+		rc.pool = newChunkPool(rc, n)
+		rc.copies = make([][]byte, 0, n)
+		for range n {
+			rc.copies = append(rc.copies, make([]byte, rc.slotSize+ChunkCRCSize))
+		}
+	}
+	return rc.pool
+}
+
+// copyBuf returns a free copy buffer, waiting for the pool (or the
+// SHA-256) to finish a chunk when none is.
+func (rc *recvConn) copyBuf(ctx context.Context, t *recvXfer, p *chunkPool) ([]byte, error) {
+	for len(rc.copies) == 0 {
+		if t.hash != nil {
+			if b, ok := t.hash.tryGet(); ok {
+				rc.copies = append(rc.copies, b[:cap(b)])
+				continue
+			}
+			if p.n == 0 {
+				b := t.hash.get()
+				rc.copies = append(rc.copies, b[:cap(b)])
+				continue
+			}
+		}
+		if err := rc.finish(ctx, t, p.wait()); err != nil {
+			return nil, err
+		}
+	}
+	b := rc.copies[len(rc.copies)-1]
+	rc.copies = rc.copies[:len(rc.copies)-1]
+	return b, nil
+}
+
+// hashed waits until the SHA-256 has every chunk settled so far (their
+// buffers are free again).
+func (rc *recvConn) hashed(t *recvXfer) {
+	for t.hash != nil && t.hash.n > 0 {
+		b := t.hash.get()
+		rc.copies = append(rc.copies, b[:cap(b)])
+	}
+}
+
+// closePool stops the connection's pool.
+func (rc *recvConn) closePool() {
+	if rc.pool != nil {
+		rc.pool.close()
+	}
+}
+
+// settle records a finished chunk: its copy buffer is free again; written
+// and checked, it is done, and base moves past every done chunk. It reports
+// what needs a message: the chunk failed its check (bad) or its write (j.err).
+func (rc *recvConn) settle(t *recvXfer, j chunkJob) {
+	s := j.seq % t.slots
+	ok := !t.failed && rc.state[s] == slotBusy && j.err == nil && !j.bad
+	switch {
+	case j.buf == nil:
+	case ok && t.hash != nil:
+		t.hash.put(j.buf[:j.n]) // back to rc.copies once hashed (copyBuf)
+	case ok && t.x.sum.h != nil:
+		t.x.sum.h.Write(j.buf[:j.n])
+		fallthrough
+	default:
+		rc.copies = append(rc.copies, j.buf[:cap(j.buf)])
+	}
+	if t.failed || rc.state[s] != slotBusy {
+		return
+	}
+	switch {
+	case j.err != nil:
+		rc.state[s] = slotFree
+		t.failed = true
+		t.werr = j.err // finish reports it
+		return
+	case j.bad:
+		rc.state[s] = slotResend
+		rc.tries[s]++
+		t.resends++
+		return
+	}
+	rc.state[s] = slotDone
+	rc.crcs[s] = j.sum
+	for t.base < t.next && rc.state[t.base%t.slots] == slotDone {
+		b := t.base % t.slots
+		n := t.chunkLen(t.base)
+		if t.trailer > 0 {
+			t.x.sum.addCRC(rc.crcs[b], n)
+			t.x.sum.n += n
+		}
+		rc.state[b] = slotFree
+		rc.tries[b] = 0
+		t.x.res.Bytes += n
+		rc.rep.Bytes += n
+		t.x.keep += n
+		t.base++
+	}
+}
+
+// finish settles a finished chunk and sends what it needs: a RESEND for a
+// chunk that failed its CRC32C, or the file's failure (a write failed, or
+// a chunk failed MaxChunkResends+1 times).
+func (rc *recvConn) finish(ctx context.Context, t *recvXfer, j chunkJob) error {
+	failed := t.failed
+	rc.settle(t, j)
+	if err := rc.credit(ctx, t); err != nil {
 		return err
 	}
-	d, ok := mm.(*Done)
-	if !ok || d.ID != m.ID {
-		return unexpected(mm, fmt.Sprintf("while waiting for DONE of transfer %d", m.ID))
+	x := t.x
+	s := j.seq % t.slots
+	switch {
+	case failed:
+		return nil
+	case t.failed:
+		rc.dropFile(t)
+		return rc.rejectErr(ctx, x, "write", t.werr)
+	case j.bad && rc.state[s] == slotResend:
+		x.res.Resent++
+		if rc.tries[s] > MaxChunkResends {
+			rc.state[s] = slotFree // not asked for again
+			t.resends--
+			t.failed = true
+			rc.dropFile(t)
+			return rc.reject(ctx, x, CodeDigest, "chunk %d of %s failed its CRC32C %d times in a row: the data is corrupted on the way (or by the sender); the copy was removed", j.seq, x.m.Name, rc.tries[s])
+		}
+		return rc.c.send(ctx, &Resend{ID: x.m.ID, Chunk: j.seq})
 	}
-	return rc.done(ctx, x, d, 0, 0, false)
+	return nil
+}
+
+// credit tells the sender how far the chunks are checked and written, every
+// batch chunks, or at once when it has no slot left to write.
+func (rc *recvConn) credit(ctx context.Context, t *recvXfer) error {
+	if t.failed || t.base <= t.credited || t.base >= t.chunks ||
+		(t.base-t.credited < t.batch && t.next-t.credited < t.slots) {
+		return nil
+	}
+	t.credited = t.base
+	return rc.c.send(ctx, &Credit{ID: t.x.m.ID, Consumed: t.base})
+}
+
+// dropFile removes the partial copy of a failed transfer once the pool has
+// finished with it.
+func (rc *recvConn) dropFile(t *recvXfer) {
+	for rc.pool != nil && rc.pool.n > 0 {
+		rc.settle(t, rc.pool.wait())
+	}
+	rc.discard(t.x)
 }
 
 func (rc *recvConn) write(x *recvFile, b []byte, off int64) error {
@@ -685,16 +1002,23 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 		return nil // RESULT already sent
 	}
 	if d.Flags&DoneAborted != 0 {
+		if x.keep >= 0 {
+			x.f.Truncate(x.keep)
+		}
 		x.f.Sync()
 		return rc.reject(ctx, x, CodeAborted, "the sender stopped sending %s; %d bytes are kept for --resume", m.Name, x.res.Offset+x.res.Bytes)
 	}
 	if d.Chunks != chunks || consumed != chunks {
 		return protoErrorf("DONE of transfer %d after %d chunks; %d arrived, %d expected", m.ID, d.Chunks, consumed, chunks)
 	}
-	x.h.Sum(x.res.Digest[:0])
-	if x.res.Digest != d.Digest {
+	x.sum.result(&x.res)
+	if got := x.res.wireDigest(); got != d.Digest {
 		rc.discard(x)
-		return rc.reject(ctx, x, CodeDigest, "%s arrived with SHA-256 %x, the sender's is %x; the copy was removed: send it again", m.Name, x.res.Digest, d.Digest)
+		if x.res.Verify == VerifyCRC32C {
+			want, _ := crcOfDigest(d.Digest)
+			return rc.reject(ctx, x, CodeDigest, "%s arrived with CRC32C %08x, the sender's is %08x; the copy was removed: send it again", m.Name, x.res.CRC32C, want)
+		}
+		return rc.reject(ctx, x, CodeDigest, "%s arrived with SHA-256 %x, the sender's is %x; the copy was removed: send it again", m.Name, got, d.Digest)
 	}
 	f := x.f
 	if err := f.Sync(); err != nil {
@@ -786,7 +1110,7 @@ func (rc *recvConn) result(ctx context.Context, x *recvFile, code Code, text str
 	}
 	x.res.Verified = code == CodeOK
 	rc.report(x)
-	return rc.c.send(ctx, &Result{ID: x.m.ID, Code: code, Digest: x.res.Digest, Text: truncText(text)})
+	return rc.c.send(ctx, &Result{ID: x.m.ID, Code: code, Digest: x.res.wireDigest(), Text: truncText(text)})
 }
 
 func (rc *recvConn) reject(ctx context.Context, x *recvFile, code Code, format string, args ...any) error {
@@ -814,24 +1138,50 @@ func (rc *recvConn) report(x *recvFile) {
 
 func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }
 
-// parallelHashMin is the chunk size from which the receiver hashes in a
-// second goroutine while it writes (when it may use more than one CPU).
+// parallelHashMin is the chunk size from which SHA-256 runs in a goroutine
+// of its own beside the reads, writes and posts (when the process may use
+// more than one CPU); smaller chunks are hashed where they are.
 const parallelHashMin = 64 << 10
 
-// hasher feeds a hash in its own goroutine: send a chunk on in, and it is
-// in the hash when done delivers. Close in to stop it.
-type hasher struct {
-	in   chan []byte
-	done chan struct{}
+// asyncHash feeds a hash in its own goroutine, in the order of put: the
+// SHA-256 of --verify sha256, off the path of the chunks. A buffer put in
+// comes back from get (in the same order) once it is in the hash; until
+// then it must not change. stop ends the goroutine once every buffer is
+// back.
+type asyncHash struct {
+	in, out chan []byte
+	n       int // buffers put and not yet got
 }
 
-func startHasher(h hash.Hash) hasher {
-	hp := hasher{in: make(chan []byte), done: make(chan struct{})}
+// newAsyncHash starts hashing into h; at most depth buffers may be in it.
+func newAsyncHash(h hash.Hash, depth int) *asyncHash {
+	a := &asyncHash{in: make(chan []byte, depth), out: make(chan []byte, depth)}
 	go func() {
-		for b := range hp.in {
+		for b := range a.in {
 			h.Write(b)
-			hp.done <- struct{}{}
+			a.out <- b
 		}
 	}()
-	return hp
+	return a
+}
+
+func (a *asyncHash) put(b []byte) { a.n++; a.in <- b }
+
+func (a *asyncHash) get() []byte { a.n--; return <-a.out }
+
+func (a *asyncHash) tryGet() ([]byte, bool) {
+	select {
+	case b := <-a.out:
+		a.n--
+		return b, true
+	default:
+		return nil, false
+	}
+}
+
+func (a *asyncHash) stop() {
+	for a.n > 0 {
+		a.get()
+	}
+	close(a.in)
 }

@@ -284,11 +284,13 @@ func TestWindowNegotiation(t *testing.T) {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
 	allVerified(t, o.srep, 1)
-	if _, peak, _ := o.rT.Registered(); peak != 2*8192 {
-		t.Errorf("receiver window peak %d, want 2×8192", peak)
+	// Each slot holds a chunk of 8192 bytes and its CRC32C.
+	slot := transfer.VerifyCRC32C.Stride(8192)
+	if _, peak, _ := o.rT.Registered(); peak != 2*slot {
+		t.Errorf("receiver window peak %d, want 2×%d", peak, slot)
 	}
-	if _, peak, _ := o.sT.Registered(); peak != 2*8192 {
-		t.Errorf("sender staging peak %d, want 2×8192", peak)
+	if _, peak, _ := o.sT.Registered(); peak != 2*slot {
+		t.Errorf("sender staging peak %d, want 2×%d", peak, slot)
 	}
 }
 

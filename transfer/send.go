@@ -2,12 +2,13 @@ package transfer
 
 import (
 	"context"
-	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
+	"runtime"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,11 @@ type Sender struct {
 	// Retries is how many more times a file whose content failed
 	// verification is sent (from the start).
 	Retries int
+	// Verify is the least verification this sender accepts (none <
+	// crc32c < sha256; zero: whatever the receiver's policy is): a
+	// receiver whose policy is less is refused with ErrVerify. The
+	// receiver's policy decides what is used.
+	Verify Verify
 	// IdleTimeout ends the connection when the receiver says nothing for
 	// that long (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -52,6 +58,10 @@ type Report struct {
 	Bytes    int64 // data written over the connection
 	Duration time.Duration
 	Retries  int
+	// Resent counts chunks written again because the receiver found them
+	// corrupted (RESEND); Verify is the receiver's policy, as agreed.
+	Resent int
+	Verify Verify
 	// DialRetries and BusyRetries are DialSend's: connection attempts
 	// that failed because nobody listened yet (as the DialFunc counts
 	// them), and connections the receiver refused busy with handshakes
@@ -107,6 +117,9 @@ func (s *Sender) send(ctx context.Context, t Transport, items []Item) (rep *Repo
 		}
 		sc.stage.Close()
 	}
+	if sc.workers != nil {
+		sc.workers.close()
+	}
 	sc.rep.Duration = time.Since(start)
 	err = sc.c.fail(ctx, sc.c.explain(ctx, err))
 	var e *Error
@@ -127,6 +140,12 @@ type sendConn struct {
 	done     int64
 	item     int
 	greeted  bool // the receiver's HELLO came
+	verify   Verify
+	workers  *chunkPool // reads and sums chunks (pool)
+	pbufs    [][]byte   // prefixCRC's buffers
+	cur      *sendXfer  // the transfer whose data is being written
+	ready    []uint64   // per slot: 1 + the chunk read into it
+	tries    []uint8
 }
 
 func (sc *sendConn) run(ctx context.Context) error {
@@ -191,14 +210,18 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	}
 	hr, helloR, err := sc.c.recvHello(ctx, "before the receiver's HELLO")
 	if err != nil {
-		return err
+		return olderReceiver(err)
 	}
 	sc.greeted = true
+	sc.verify = hr.Verify.or() // zero: the default
+	sc.rep.Verify = sc.verify
 	switch {
 	case hr.Role != RoleReceiver:
 		return protoErrorf("HELLO from a %v: the listening end must be a receiver", hr.Role)
 	case hr.MinVersion != ProtocolVersion || hr.MaxVersion != ProtocolVersion:
-		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver picked protocol version %d..%d, this sender speaks %d", hr.MinVersion, hr.MaxVersion, ProtocolVersion)}
+		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver picked protocol version %d..%d, this sender speaks %d: run the same rdmacp version on both ends", hr.MinVersion, hr.MaxVersion, ProtocolVersion)}
+	case sc.s.Verify != 0 && hr.Verify.or().strength() < sc.s.Verify.strength():
+		return &Error{Code: CodeVerify, Text: fmt.Sprintf("the receiver verifies with %v, this sender asks for at least %v: start the receiver with --verify %v, or send with --verify %v", hr.Verify.or(), sc.s.Verify, sc.s.Verify, hr.Verify.or())}
 	case hr.Slots == 0 || hr.SlotSize == 0 || uint64(hr.Slots)*uint64(hr.SlotSize) > MaxWindow:
 		return protoErrorf("the receiver offers an unusable window of %d×%d bytes", hr.Slots, hr.SlotSize)
 	case sc.s.PSK != nil && hr.Flags&HelloPSK == 0:
@@ -222,6 +245,23 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	}
 	sc.c.bind(sc.s.PSK, helloS, helloR, true)
 	return nil
+}
+
+// olderReceiver explains a receiver's refusal of this sender's protocol
+// version (an ERROR before its HELLO): receivers before version 3 say
+// "this receiver N".
+func olderReceiver(err error) error {
+	var e *Error
+	if !errors.As(err, &e) || !e.Remote || e.Code != CodeVersion {
+		return err
+	}
+	if i := strings.Index(e.Text, "this receiver "); i >= 0 {
+		var v int
+		if _, serr := fmt.Sscanf(e.Text[i:], "this receiver %d", &v); serr == nil && v < int(ProtocolVersion) {
+			return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver speaks protocol version %d, this sender %d: upgrade rdmacp on the receiver (it said: %s)", v, ProtocolVersion, e.Text)}
+		}
+	}
+	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver refused protocol version %d: run the same rdmacp version on both ends (it said: %s)", ProtocolVersion, e.Text)}
 }
 
 func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {
@@ -294,6 +334,19 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	if err := sc.c.send(ctx, fm); err != nil {
 		return res, err
 	}
+	// While the receiver sums its partial copy, sum ours from the start:
+	// its RESUME-OFFSET then says how much of that to compare.
+	sum := newFileSum(sc.verify)
+	var sp *specPrefix
+	if resume && size >= prefixPiece && sum.h == nil { // SHA-256 is summed in order, after
+		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs())
+		defer func() {
+			if sp != nil {
+				sp.limit.Store(0)
+				<-sp.done
+			}
+		}()
+	}
 	m, err := sc.recvCtl(ctx)
 	if err != nil {
 		return res, err
@@ -310,42 +363,99 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	if ro.ID != sc.id {
 		return res, protoErrorf("RESUME-OFFSET for transfer %d during transfer %d", ro.ID, sc.id)
 	}
-	h := sha256.New()
 	var pos int64
 	if ro.Offset > 0 {
 		if !resume || ro.Offset > uint64(size) {
 			return res, protoErrorf("the receiver offers to resume %s at %d (size %d) unasked", it.Name, ro.Offset, size)
 		}
-		// Hash our prefix: resume only if both ends hold the same bytes.
-		n, err := hashPrefix(ctx, sc.c, h, f, int64(ro.Offset), make([]byte, 1<<20))
-		var sum [DigestSize]byte
-		h.Sum(sum[:0])
+		// Sum our prefix: resume only if both ends hold the same bytes.
+		d, err := sc.prefixSum(ctx, sum, f, int64(ro.Offset), sp)
+		sp = nil
 		reply := &ResumeOffset{ID: sc.id}
-		if err == nil && n == int64(ro.Offset) && sum == ro.Digest {
-			pos = n
+		if err == nil && d == ro.Digest {
+			pos = int64(ro.Offset)
 			reply.Offset, reply.Digest = ro.Offset, ro.Digest
 		} else {
-			h.Reset()
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				res.Err = fmt.Errorf("rewind %s: %w", it.Path, err)
-				return res, &Error{Code: CodeAborted, Text: res.Err.Error()}
+			var cerr *Error
+			if errors.As(err, &cerr) || errors.Is(err, ErrPeerGone) || ctx.Err() != nil {
+				return res, err
 			}
+			sum.reset()
 		}
 		if err := sc.c.send(ctx, reply); err != nil {
 			return res, err
 		}
 	}
+	if sp != nil { // no prefix to compare
+		if err := sp.stop(ctx, sc.c, 0); err != nil && ctx.Err() != nil {
+			return res, err
+		}
+		sp = nil
+		sum.reset()
+	}
 	res.Offset = pos
 	sc.done += pos
-	return res, sc.stream(ctx, f, st, h, pos, &res, it)
+	return res, sc.stream(ctx, f, st, sum, pos, &res, it)
+}
+
+// prefixSum sums the first n bytes of f into sum (SHA-256: serially;
+// otherwise CRC32C in pieces on the pool) and returns the digest to compare
+// with the receiver's. sp, when set, has summed (or is summing) the whole
+// pieces from the start: only the rest is summed here.
+func (sc *sendConn) prefixSum(ctx context.Context, sum *fileSum, f *os.File, n int64, sp *specPrefix) ([DigestSize]byte, error) {
+	var head int64
+	if sp != nil {
+		if err := sp.stop(ctx, sc.c, n/prefixPiece); err != nil {
+			return [DigestSize]byte{}, err
+		}
+		var k int64
+		k, sum.crc = sp.upTo(n / prefixPiece)
+		head = k * prefixPiece
+	}
+	tail := n - head
+	if sum.h != nil {
+		k, err := hashPrefix(ctx, sc.c, sum.h, io.NewSectionReader(f, head, tail), tail, make([]byte, 1<<20))
+		if err == nil && k != tail {
+			err = io.ErrUnexpectedEOF
+		}
+		return sum.digest(), err
+	}
+	crc, err := prefixCRC(ctx, sc.c, sc.pool(), f, head, tail, sc.prefixBufs())
+	if err != nil {
+		return [DigestSize]byte{}, err
+	}
+	sum.crc, sum.n = crc32cCombine(sum.crc, crc, tail), n
+	return CRCDigest(sum.crc), nil
+}
+
+// pool is the connection's chunk pool, started at first use.
+func (sc *sendConn) pool() *chunkPool {
+	if sc.workers == nil {
+		sc.workers = newChunkPool(nil, max(sc.slots, 1))
+	}
+	return sc.workers
+}
+
+// prefixBufs are the buffers prefixCRC reads a resumed prefix into.
+func (sc *sendConn) prefixBufs() [][]byte {
+	if sc.pbufs == nil {
+		sc.pbufs = make([][]byte, poolWorkers(max(sc.slots, 1)))
+		for i := range sc.pbufs {
+			sc.pbufs[i] = make([]byte, prefixPiece+ChunkCRCSize)
+		}
+	}
+	return sc.pbufs
 }
 
 // stream writes the data from pos, then DONE, then waits for the RESULT.
-func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h hash.Hash, pos int64, res *FileResult, it Item) error {
+// The pool reads (and, with CRC32C, sums) chunks into their staging slots
+// ahead of the posts, as far as the credits allow.
+func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum *fileSum, pos int64, res *FileResult, it Item) error {
 	size := st.Size()
 	remaining := size - pos
 	var sent, consumed uint64
 	var localErr error
+	sc.cur = nil
 	if remaining > 0 {
 		m, err := sc.recvCtl(ctx)
 		if err != nil {
@@ -367,7 +477,8 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 		case slots > sc.slots || int(slotSize) > sc.slotSize:
 			return protoErrorf("WINDOW of %d×%d exceeds the %d×%d the receiver announced", slots, slotSize, sc.slots, sc.slotSize)
 		}
-		need := slots * int(slotSize)
+		stride := int64(sc.verify.Stride(int(slotSize)))
+		need := slots * int(stride)
 		if sc.stage == nil || len(sc.stage.Bytes()) < need {
 			if sc.stage != nil {
 				if err := sc.c.bounded(ctx, sc.c.t.Drain); err != nil {
@@ -382,12 +493,48 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 			}
 			sc.stage = stage
 		}
+		x := &sendXfer{dst: RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(need)},
+			slots: slots, slotSize: slotSize, stride: stride, trailer: stride - slotSize, remaining: remaining,
+			chunks: uint64((remaining + slotSize - 1) / slotSize), tries: sc.tries[:0]}
+		for range slots {
+			x.tries = append(x.tries, 0)
+		}
+		sc.tries = x.tries
+		sc.cur = x
+		if len(sc.ready) < slots {
+			sc.ready = make([]uint64, sc.slots)
+		}
+		ready := sc.ready[:slots]
+		clear(ready)
 		mem := sc.stage.Bytes()
-		dst := RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(need)}
-		chunks := uint64((remaining + slotSize - 1) / slotSize)
-		for sent < chunks && localErr == nil {
+		p := sc.pool()
+		defer p.drain() // no read into the staging memory after this
+		// --verify sha256: hash beside the posts when there are CPUs to
+		// spare; a slot is read again only once its chunk is hashed.
+		var ah *asyncHash
+		var hashed uint64
+		if sum.h != nil && slotSize >= parallelHashMin && runtime.GOMAXPROCS(0) > 1 {
+			ah = newAsyncHash(sum.h, slots)
+			defer ah.stop()
+		}
+		start := pos
+		var issued uint64
+		for sent < x.chunks && localErr == nil {
 			if err := ctx.Err(); err != nil {
 				return err // stop at once: the transport may not need to wait
+			}
+			// Read ahead into every slot the credits free.
+			for issued < x.chunks && issued < consumed+uint64(slots) {
+				for ah != nil && issued >= hashed+uint64(slots) {
+					ah.get()
+					hashed++
+				}
+				slot := int64(issued % uint64(slots))
+				n := x.chunkLen(issued)
+				p.submit(chunkJob{seq: issued, off: start + int64(issued)*slotSize, buf: mem[slot*stride : slot*stride+n+x.trailer],
+					n: int(n), crc: x.trailer > 0, f: f})
+				x.tries[slot] = 0
+				issued++
 			}
 			if sent-consumed >= uint64(slots) {
 				m, err := sc.recvCtl(ctx)
@@ -401,6 +548,11 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 					}
 					consumed = m.Consumed
 					continue
+				case *Resend:
+					if err := sc.resend(ctx, m, consumed, sent); err != nil {
+						return err
+					}
+					continue
 				case *Result:
 					// The receiver failed the transfer: stop, then say where.
 					if err := sc.early(res, m); err != nil {
@@ -412,27 +564,46 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 				}
 			}
 			slot := int(sent % uint64(slots))
-			off := int64(slot) * slotSize
-			n := min(slotSize, remaining-int64(sent)*slotSize)
-			buf := mem[off : off+n]
-			if _, err := io.ReadFull(f, buf); err != nil {
-				localErr = fmt.Errorf("read %s at %d: %w (did it shrink while being sent?)", it.Path, pos, err)
+			for ready[slot] != sent+1 && localErr == nil {
+				j := p.wait()
+				if j.err != nil {
+					localErr = fmt.Errorf("read %s at %d: %w (did it shrink while being sent?)", it.Path, j.off, j.err)
+					break
+				}
+				ready[j.seq%uint64(slots)] = j.seq + 1
+			}
+			if localErr != nil {
 				break
 			}
+			off := int64(slot) * stride
+			n := x.chunkLen(sent)
 			if err := sc.c.bounded(ctx, func(ctx context.Context) error {
-				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n), dst, uint64(off), EncodeImm(slot, sent))
+				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), EncodeImm(slot, sent))
 			}); err != nil {
 				return fmt.Errorf("write chunk %d of %s: %w", sent, it.Name, err)
 			}
-			// Hash while the device reads the slot: both only read it, and
+			// Sum while the device reads the slot: both only read it, and
 			// it is not reused before the receiver's credit.
-			h.Write(buf)
+			var crc uint32
+			if x.trailer > 0 {
+				crc = binary.BigEndian.Uint32(mem[off+n:])
+			}
+			if ah != nil {
+				ah.put(mem[off : off+n])
+				sum.n += n
+			} else {
+				sum.add(mem[off:off+n], crc)
+			}
 			sent++
 			pos += n
 			res.Bytes += n
 			sc.rep.Bytes += n
 			sc.done += n
 			sc.progress(it, pos, size, false)
+		}
+		for ah != nil && ah.n > 0 { // the whole content is in the hash
+			ah.get()
+			hashed++
 		}
 	}
 	if localErr == nil {
@@ -444,13 +615,56 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, h ha
 	if localErr != nil {
 		d.Flags = DoneAborted
 	} else {
-		h.Sum(res.Digest[:0])
-		d.Digest = res.Digest
+		sum.result(res)
+		d.Digest = res.wireDigest()
 	}
 	if err := sc.c.send(ctx, d); err != nil {
 		return err
 	}
 	return sc.awaitResult(ctx, res, localErr, consumed, sent)
+}
+
+// sendXfer is where the current transfer's chunks go, for RESENDs.
+type sendXfer struct {
+	dst       RemoteRegion
+	slots     int
+	slotSize  int64
+	stride    int64 // slotSize + trailer
+	trailer   int64 // ChunkCRCSize with CRC32C, else 0
+	remaining int64 // data bytes from the first chunk on
+	chunks    uint64
+	tries     []uint8 // RESENDs of the chunk in each slot
+}
+
+// chunkLen is the data length of chunk k.
+func (x *sendXfer) chunkLen(k uint64) int64 {
+	return min(x.slotSize, x.remaining-int64(k)*x.slotSize)
+}
+
+// resend writes chunk m.Chunk again, from its staging slot (which holds it
+// until the receiver credits it).
+func (sc *sendConn) resend(ctx context.Context, m *Resend, consumed, sent uint64) error {
+	x := sc.cur
+	switch {
+	case x == nil || x.trailer == 0 || m.ID != sc.id:
+		return protoErrorf("RESEND of chunk %d of transfer %d during transfer %d, which has no CRC32C chunks", m.Chunk, m.ID, sc.id)
+	case m.Chunk < consumed || m.Chunk >= sent:
+		return protoErrorf("RESEND of chunk %d of transfer %d, which has %d credited of %d sent", m.Chunk, m.ID, consumed, sent)
+	}
+	slot := int(m.Chunk % uint64(x.slots))
+	if x.tries[slot] >= MaxChunkResends {
+		return protoErrorf("RESEND of chunk %d of transfer %d, asked for again %d times already: at most %d", m.Chunk, m.ID, x.tries[slot], MaxChunkResends)
+	}
+	x.tries[slot]++
+	sc.rep.Resent++
+	off := int64(slot) * x.stride
+	n := x.chunkLen(m.Chunk)
+	if err := sc.c.bounded(ctx, func(ctx context.Context) error {
+		return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), EncodeImm(slot, m.Chunk))
+	}); err != nil {
+		return fmt.Errorf("write chunk %d again: %w", m.Chunk, err)
+	}
+	return nil
 }
 
 func checkCredit(m *Credit, id uint32, consumed, sent uint64) error {
@@ -474,6 +688,13 @@ func (sc *sendConn) awaitResult(ctx context.Context, res *FileResult, localErr e
 				return err
 			}
 			consumed = m.Consumed
+		case *Resend:
+			if localErr != nil && m.ID == sc.id {
+				continue // aborted: the receiver learns it from DONE
+			}
+			if err := sc.resend(ctx, m, consumed, sent); err != nil {
+				return err
+			}
 		case *Result:
 			return sc.result(res, m, localErr)
 		default:
@@ -500,8 +721,8 @@ func (sc *sendConn) result(res *FileResult, m *Result, localErr error) error {
 		res.Err = localErr
 	case m.Code != CodeOK:
 		res.Err = &Error{Code: m.Code, Text: m.Text, Remote: true}
-	case res.Kind == KindFile && m.Digest != res.Digest:
-		res.Err = &Error{Code: CodeDigest, Text: fmt.Sprintf("the receiver verified %s as %x, this sender sent %x", res.Name, m.Digest, res.Digest)}
+	case res.Kind == KindFile && m.Digest != res.wireDigest():
+		res.Err = &Error{Code: CodeDigest, Text: fmt.Sprintf("the receiver verified %s as %x, this sender sent %x", res.Name, m.Digest, res.wireDigest())}
 	default:
 		res.Verified = true
 	}

@@ -35,7 +35,9 @@ func TestHappyPath(t *testing.T) {
 	items := plan(t, filepath.Join(src, "top"), filepath.Join(single, "single"))
 	dst := t.TempDir()
 	var got []transfer.FileResult
-	r := &transfer.Receiver{Dir: dst, Slots: slots, SlotSize: slotSize, OnFile: func(f transfer.FileResult) { got = append(got, f) }}
+	// --verify sha256: the digests checked below are the SHA-256s
+	// (TestHappyPathCRC32C runs the default).
+	r := &transfer.Receiver{Dir: dst, Slots: slots, SlotSize: slotSize, Verify: transfer.VerifySHA256, OnFile: func(f transfer.FileResult) { got = append(got, f) }}
 	var progress []transfer.Progress
 	s := &transfer.Sender{Progress: func(p transfer.Progress) { progress = append(progress, p) }}
 	o := pair(t, r, s, items, transfertest.Config{}, transfertest.Config{})
@@ -148,14 +150,15 @@ func TestForceNeverReplacesDirectory(t *testing.T) {
 	}
 }
 
-// Slots from parallelHashMin up: the receiver hashes in a second goroutine
-// while it writes; a corrupted chunk must still be caught.
+// Slots from parallelHashMin up: with --verify sha256 the receiver hashes in
+// a second goroutine while it writes; a corrupted chunk must still be
+// caught.
 func TestLargeSlotsParallelHash(t *testing.T) {
 	const slotSize = 2 * transfer.ParallelHashMin
 	data := randBytes(17, 9*slotSize+5)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
-	r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize}
+	r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, Verify: transfer.VerifySHA256}
 	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)

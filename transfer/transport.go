@@ -22,7 +22,9 @@ type Transport interface {
 	// Send sends one encoded control message of at most MaxMessageSize bytes.
 	// msg may be reused once Send returns.
 	Send(ctx context.Context, msg []byte) error
-	// Receive waits for the next arrival from the peer.
+	// Receive waits for the next arrival from the peer. With ctx already
+	// done it takes an arrival that is already there and otherwise fails
+	// with ctx's error at once: a poll.
 	Receive(ctx context.Context) (Arrival, error)
 	// Register allocates size bytes registered with the transport. With
 	// remoteWrite the peer may write into them at Region.Remote() until the

@@ -29,9 +29,11 @@ const (
 
 	// ProtocolVersion is the file protocol version this package speaks,
 	// negotiated in HELLO. Version 2 added KEEPALIVE and, with a pre-shared
-	// key, the session MAC on every message after AUTH (sealMessage); a
-	// version 1 peer is told to use matching rdmacp versions.
-	ProtocolVersion uint16 = 2
+	// key, the session MAC on every message after AUTH (sealMessage).
+	// Version 3 added the receiver's verification policy in its HELLO
+	// (Verify), the CRC32C after each chunk's data (ChunkCRCSize) and
+	// RESEND. A peer of another version is told which end to upgrade.
+	ProtocolVersion uint16 = 3
 
 	// MaxText is the longest RESULT or ERROR text, in bytes.
 	MaxText = 1024
@@ -47,6 +49,12 @@ const (
 	MACSize   = 32
 	// DigestSize is the size of a SHA-256 digest.
 	DigestSize = 32
+	// ChunkCRCSize is the CRC32C (big-endian) that follows each chunk's
+	// data in its write when the connection verifies with VerifyCRC32C.
+	ChunkCRCSize = 4
+	// MaxChunkResends is how many times the receiver asks for one chunk
+	// again (RESEND) before it gives the file up as corrupted.
+	MaxChunkResends = 4
 )
 
 // MsgType is the type of a control message.
@@ -65,12 +73,14 @@ const (
 	MsgError        MsgType = 9  // either: fatal, the connection ends
 	MsgBye          MsgType = 10 // either: orderly end
 	MsgKeepAlive    MsgType = 11 // either: still working (hashing a long prefix), no payload
+	MsgResend       MsgType = 12 // receiver: a chunk failed its CRC32C, write it again (version 3)
 )
 
 var msgTypeNames = [...]string{
 	MsgHello: "HELLO", MsgAuth: "AUTH", MsgFile: "FILE", MsgWindow: "WINDOW",
 	MsgResumeOffset: "RESUME-OFFSET", MsgCredit: "CREDIT", MsgDone: "DONE",
 	MsgResult: "RESULT", MsgError: "ERROR", MsgBye: "BYE", MsgKeepAlive: "KEEPALIVE",
+	MsgResend: "RESEND",
 }
 
 func (t MsgType) String() string {
@@ -81,7 +91,8 @@ func (t MsgType) String() string {
 }
 
 // Message is one decoded control message: *Hello, *Auth, *File, *Window,
-// *ResumeOffset, *Credit, *Done, *Result, *ErrorMsg, *Bye or *KeepAlive.
+// *ResumeOffset, *Credit, *Done, *Result, *ErrorMsg, *Bye, *KeepAlive or
+// *Resend.
 type Message interface {
 	Type() MsgType
 	// appendPayload appends the encoded payload.
@@ -116,15 +127,20 @@ const HelloPSK HelloFlags = 1
 // Hello opens a connection, first from the sender, then the receiver's answer.
 // The sender offers [MinVersion, MaxVersion] and the window it would like
 // (zero: the receiver's default); the receiver answers with the version it
-// picked in both fields and the largest window it will offer.
+// picked in both fields, the largest window it will offer and (version 3)
+// its verification policy in Verify, which the sender accepts or refuses.
+// A receiver's Verify zero means the default, VerifyCRC32C. A sender's
+// Verify is zero: the byte was reserved before version 3, and an older
+// receiver must still be able to read the HELLO to answer with its version.
 //
-//	0 role u8 | 1 flags u8 | 2 min version u16 | 4 max version u16 | 6 reserved u16
-//	8 slots u32 | 12 slot size u32 | 16 nonce [32]
+//	0 role u8 | 1 flags u8 | 2 min version u16 | 4 max version u16 | 6 verify u8
+//	7 reserved u8 | 8 slots u32 | 12 slot size u32 | 16 nonce [32]
 type Hello struct {
 	Role       Role
 	Flags      HelloFlags
 	MinVersion uint16
 	MaxVersion uint16
+	Verify     Verify
 	Slots      uint32
 	SlotSize   uint32
 	Nonce      [NonceSize]byte
@@ -137,7 +153,7 @@ func (m *Hello) appendPayload(b []byte) []byte {
 	b = append(b, byte(m.Role), byte(m.Flags))
 	b = binary.BigEndian.AppendUint16(b, m.MinVersion)
 	b = binary.BigEndian.AppendUint16(b, m.MaxVersion)
-	b = binary.BigEndian.AppendUint16(b, 0)
+	b = append(b, byte(m.Verify), 0)
 	b = binary.BigEndian.AppendUint32(b, m.Slots)
 	b = binary.BigEndian.AppendUint32(b, m.SlotSize)
 	return append(b, m.Nonce[:]...)
@@ -153,6 +169,7 @@ func DecodeHello(p []byte) (*Hello, error) {
 		Flags:      HelloFlags(p[1]),
 		MinVersion: binary.BigEndian.Uint16(p[2:]),
 		MaxVersion: binary.BigEndian.Uint16(p[4:]),
+		Verify:     Verify(p[6]),
 		Slots:      binary.BigEndian.Uint32(p[8:]),
 		SlotSize:   binary.BigEndian.Uint32(p[12:]),
 	}
@@ -164,7 +181,9 @@ func DecodeHello(p []byte) (*Hello, error) {
 		return nil, malformed(MsgHello, "unknown flags %#x", p[1])
 	case m.MinVersion == 0 || m.MinVersion > m.MaxVersion:
 		return nil, malformed(MsgHello, "version range %d..%d is empty", m.MinVersion, m.MaxVersion)
-	case binary.BigEndian.Uint16(p[6:]) != 0:
+	case m.Verify > VerifyNone:
+		return nil, malformed(MsgHello, "unknown verification %d", p[6])
+	case p[7] != 0:
 		return nil, malformed(MsgHello, "reserved field is not zero")
 	case m.Slots > MaxSlots:
 		return nil, malformed(MsgHello, "%d slots exceed the maximum %d", m.Slots, MaxSlots)
@@ -291,8 +310,11 @@ func DecodeFile(p []byte) (*File, error) {
 }
 
 // Window tells the sender where this transfer's data goes: Slots slots of
-// SlotSize bytes each, back to back at Addr in the receiver's memory,
-// writable with RKey until the transfer ends.
+// SlotSize bytes of data each, back to back at Addr in the receiver's
+// memory, writable with RKey until the transfer ends. With VerifyCRC32C
+// each slot also holds the chunk's CRC32C after its data: slots are then
+// SlotSize+ChunkCRCSize bytes apart (Stride), and chunk k of n bytes is
+// one write of n+ChunkCRCSize bytes at slot k mod Slots.
 //
 //	0 id u32 | 4 slots u32 | 8 slot size u32 | 12 rkey u32 | 16 addr u64
 type Window struct {
@@ -343,9 +365,10 @@ func DecodeWindow(p []byte) (*Window, error) {
 
 // ResumeOffset negotiates where data starts. The receiver sends it in answer
 // to every FILE of a regular file: Offset is the length of the partial copy
-// it holds (0 when none or when resume was not asked) and Digest the SHA-256
-// of those bytes. When Offset is not zero the sender answers with its own
-// ResumeOffset: the same Offset and Digest when its first Offset bytes hash
+// it holds (0 when none or when resume was not asked) and Digest the
+// checksum of those bytes (SHA-256 with VerifySHA256, else CRC32C: see
+// Checksum). When Offset is not zero the sender answers with its own
+// ResumeOffset: the same Offset and Digest when its first Offset bytes sum
 // the same, else Offset 0 (start over).
 //
 //	0 id u32 | 4 reserved u32 | 8 offset u64 | 16 digest [32]
@@ -426,8 +449,10 @@ type DoneFlags uint32
 // the receiver already failed the transfer); Digest is then meaningless.
 const DoneAborted DoneFlags = 1
 
-// Done ends a transfer's data: Chunks writes were posted, and Digest is the
-// SHA-256 of the whole content (including a resumed prefix).
+// Done ends a transfer's data: Chunks chunks were written (each once,
+// RESENDs not counted), and Digest is the checksum of the whole content,
+// including a resumed prefix, in the connection's verification (Checksum:
+// zero with VerifyNone).
 //
 //	0 id u32 | 4 flags u32 | 8 chunks u64 | 16 digest [32]
 type Done struct {
@@ -468,9 +493,9 @@ func DecodeDone(p []byte) (*Done, error) {
 }
 
 // Result is the receiver's verdict on a transfer: CodeOK when the content
-// hashed to Digest, was synced and renamed into place; otherwise the code and
-// a message saying what went wrong. Digest is what the receiver computed
-// (zero when it got no DONE).
+// summed to Digest (Checksum), was synced and renamed into place; otherwise
+// the code and a message saying what went wrong. Digest is what the
+// receiver computed (zero when it got no DONE).
 //
 //	0 id u32 | 4 code u16 | 6 text length u16 | 8 digest [32] | 40 text
 type Result struct {
@@ -561,6 +586,44 @@ func DecodeBye(p []byte) (*Bye, error) {
 		return nil, malformed(MsgBye, "payload is %d bytes, want 0", len(p))
 	}
 	return &Bye{}, nil
+}
+
+// Resend asks the sender to write chunk Chunk of the transfer again: its
+// data did not match the CRC32C that followed it. Only a receiver that
+// verifies with VerifyCRC32C sends it, at most MaxChunkResends times per
+// chunk, for a chunk it has not credited; the sender writes the chunk
+// again from its staging slot, to the same slot, with the same immediate.
+//
+//	0 id u32 | 4 reserved u32 | 8 chunk u64
+type Resend struct {
+	ID    uint32
+	Chunk uint64
+}
+
+const resendSize = 16
+
+func (*Resend) Type() MsgType { return MsgResend }
+func (m *Resend) appendPayload(b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, m.ID)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	return binary.BigEndian.AppendUint64(b, m.Chunk)
+}
+
+// DecodeResend decodes a RESEND payload.
+func DecodeResend(p []byte) (*Resend, error) {
+	if len(p) != resendSize {
+		return nil, malformed(MsgResend, "payload is %d bytes, want %d", len(p), resendSize)
+	}
+	m := &Resend{ID: binary.BigEndian.Uint32(p[0:]), Chunk: binary.BigEndian.Uint64(p[8:])}
+	switch {
+	case m.ID == 0:
+		return nil, malformed(MsgResend, "transfer id 0")
+	case binary.BigEndian.Uint32(p[4:]) != 0:
+		return nil, malformed(MsgResend, "reserved field is not zero")
+	case m.Chunk > 1<<62:
+		return nil, malformed(MsgResend, "chunk %d is out of range", m.Chunk)
+	}
+	return m, nil
 }
 
 // KeepAlive says the end is still working (hashing a long partial copy for
@@ -654,6 +717,8 @@ func Decode(b []byte) (Message, error) {
 		return DecodeBye(p)
 	case MsgKeepAlive:
 		return DecodeKeepAlive(p)
+	case MsgResend:
+		return DecodeResend(p)
 	}
 	return nil, protoErrorf("malformed message: unknown type %d", uint16(h.Type))
 }

@@ -47,6 +47,10 @@ func TestWireGolden(t *testing.T) {
 		{&Result{ID: 6, Code: CodeExists, Digest: dig, Text: "no"}, "52444350 0001 0008 0000002a  00000006 0006 0002" + digHex + "6e6f"},
 		{&ErrorMsg{Code: CodeAuthFailed, Text: "key"}, "52444350 0001 0009 00000007  0004 0003 6b6579"},
 		{&Bye{}, "52444350 0001 000a 00000000"},
+		// Version 3: the receiver's verification in HELLO's byte 6, RESEND.
+		{&Hello{Role: RoleReceiver, MinVersion: 3, MaxVersion: 3, Verify: VerifySHA256, Slots: 16, SlotSize: 1 << 20, Nonce: nonce},
+			"52444350 0001 0001 00000030  02 00 0003 0003 02 00 00000010 00100000" + nonceHex},
+		{&Resend{ID: 7, Chunk: 0x0102030405}, "52444350 0001 000c 00000010  00000007 00000000 0000000102030405"},
 	} {
 		t.Run(tc.m.Type().String(), func(t *testing.T) {
 			want := unhex(t, tc.want)
@@ -108,6 +112,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"ERROR code 0", good(&ErrorMsg{Text: "x"}), "code 0"},
 		{"ERROR text length", patch(good(&ErrorMsg{Code: 1, Text: "xy"}), HeaderSize+3, 3), "does not match"},
 		{"BYE payload", append(patch(good(&Bye{}), 11, 1), 0), "want 0"},
+		{"HELLO unknown verify", patch(good(&Hello{Role: RoleReceiver, MinVersion: 3, MaxVersion: 3}), HeaderSize+6, 4), "unknown verification 4"},
+		{"RESEND id 0", good(&Resend{Chunk: 1}), "transfer id 0"},
+		{"RESEND reserved", patch(good(&Resend{ID: 1}), HeaderSize+5, 1), "reserved"},
+		{"RESEND huge", good(&Resend{ID: 1, Chunk: 1<<62 + 1}), "out of range"},
+		{"RESEND short", good(&Resend{ID: 1})[:HeaderSize+15], "announces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.b)

@@ -45,7 +45,9 @@ func hint(err error, peer string) string {
 	case errors.Is(err, transfer.ErrExists):
 		return "" // the message says to use --force
 	case errors.Is(err, transfer.ErrDigest):
-		return "the data was corrupted on the way (SHA-256 mismatch); nothing was kept: send again (--retries does so automatically)"
+		return "the data was corrupted on the way (checksum mismatch); nothing was kept: send again (--retries does so automatically)"
+	case errors.Is(err, transfer.ErrVerify):
+		return "" // the message says which --verify to change
 	case errors.Is(err, transfer.ErrBusy):
 		return "another sender is writing the same name (or the receiver is at --max-conns): try again when it is done"
 	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, transfer.ErrVersion):

@@ -39,7 +39,9 @@ func TestLabCLI(t *testing.T) {
 
 	recv := func() {
 		dst := t.TempDir()
-		r := runCmd(ctx, rdmaNet{}, "recv", "--once", "--json", "--listen", listen, "--slot-size", "256K", "--slots", "8", dst)
+		// --verify sha256: the sender's summary is checked against the
+		// data's SHA-256 (the default, CRC32C, runs in transfer/rdma).
+		r := runCmd(ctx, rdmaNet{}, "recv", "--once", "--json", "--listen", listen, "--slot-size", "256K", "--slots", "8", "--verify", "sha256", dst)
 		if r.code != 0 {
 			t.Errorf("recv exit %d: %s", r.code, r.stderr)
 		}

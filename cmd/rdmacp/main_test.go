@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +76,15 @@ func runCmd(ctx context.Context, nw network, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// TestSendRecvOnce runs both commands with each receiver --verify: the JSON
+// reports the checksum of the mode (SHA-256, CRC32C) or none.
 func TestSendRecvOnce(t *testing.T) {
+	for _, verify := range []string{"sha256", "crc32c", "none"} {
+		t.Run(verify, func(t *testing.T) { testSendRecvOnce(t, verify) })
+	}
+}
+
+func testSendRecvOnce(t *testing.T, verify string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	src := t.TempDir()
@@ -85,7 +95,9 @@ func TestSendRecvOnce(t *testing.T) {
 	dst := t.TempDir()
 	nw := newMemNet()
 	rc := make(chan result, 1)
-	go func() { rc <- runCmd(ctx, nw, "recv", "--once", "--json", "--slots", "4", "--slot-size", "64K", dst) }()
+	go func() {
+		rc <- runCmd(ctx, nw, "recv", "--once", "--json", "--slots", "4", "--slot-size", "64K", "--verify", verify, dst)
+	}()
 	s := runCmd(ctx, nw, "send", "--json", filepath.Join(src, "d"), "somehost")
 	r := <-rc
 	if s.code != 0 || r.code != 0 {
@@ -104,8 +116,22 @@ func TestSendRecvOnce(t *testing.T) {
 			bigSum = f
 		}
 	}
-	if len(bigSum.SHA256) != 64 || !bigSum.Verified || bigSum.Seconds <= 0 {
-		t.Errorf("big: %+v", bigSum)
+	if !bigSum.Verified || bigSum.Seconds <= 0 || bigSum.Verify != verify || ss.Verify != verify {
+		t.Errorf("big: %+v (summary verify %q), want verified with %s", bigSum, ss.Verify, verify)
+	}
+	switch verify {
+	case "sha256":
+		if want := fmt.Sprintf("%x", sha256.Sum256(big)); bigSum.SHA256 != want || bigSum.CRC32C != "" {
+			t.Errorf("big: sha256 %q crc32c %q, want sha256 %s only", bigSum.SHA256, bigSum.CRC32C, want)
+		}
+	case "crc32c":
+		if want := fmt.Sprintf("%08x", transfer.CRC32C(big)); bigSum.CRC32C != want || bigSum.SHA256 != "" {
+			t.Errorf("big: crc32c %q sha256 %q, want crc32c %s only", bigSum.CRC32C, bigSum.SHA256, want)
+		}
+	case "none":
+		if bigSum.CRC32C != "" || bigSum.SHA256 != "" {
+			t.Errorf("big: crc32c %q sha256 %q with --verify none", bigSum.CRC32C, bigSum.SHA256)
+		}
 	}
 	var rs recvSummary
 	if err := json.Unmarshal([]byte(r.stdout), &rs); err != nil {

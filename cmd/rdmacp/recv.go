@@ -36,6 +36,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	maxHand := fs.Int("max-handshakes", 0, "serve at most `N` senders still in their handshake (default a quarter of --max-conns)")
 	handTimeout := fs.Duration("handshake-timeout", transfer.DefaultHandshakeTimeout, "drop a sender that has not finished HELLO (and AUTH) this long after connecting")
 	idle := fs.Duration("idle-timeout", transfer.DefaultIdleTimeout, "drop a sender that says nothing for this long")
+	verify := fs.String("verify", "crc32c", "how to verify what arrives, `MODE`: crc32c (each chunk, a corrupted one is sent again; the file's CRC32C is reported), sha256 (the whole file's SHA-256, what sha256sum prints; the only one that resists tampering with --psk-file) or none")
 	pos, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -52,6 +53,11 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		fmt.Fprintf(stderr, "rdmacp recv: %v\n", err)
 		return 2
 	}
+	v, err := transfer.ParseVerify(*verify)
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmacp recv: --verify: %v\n", err)
+		return 2
+	}
 	dir := pos[0]
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil {
@@ -66,7 +72,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		return 2
 	}
 	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
-		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle}
+		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle, Verify: v}
 	ln, err := nw.Listen(ctx, rdma.WithDefaultPort(*listen), c.rdmaConfig(stderr))
 	if err != nil {
 		report(stderr, "", err, *listen)

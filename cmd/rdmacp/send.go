@@ -24,7 +24,8 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	var c common
 	c.register(fs)
-	resume := fs.Bool("resume", false, "continue partial copies the receiver kept from an interrupted transfer (both ends' prefixes are compared by SHA-256)")
+	resume := fs.Bool("resume", false, "continue partial copies the receiver kept from an interrupted transfer (both ends' prefixes are compared by CRC32C, or SHA-256 with the receiver's --verify sha256)")
+	verify := fs.String("verify", "", "refuse a receiver that verifies less than `MODE`: none < crc32c < sha256 (default: whatever the receiver's --verify is)")
 	retries := fs.Int("retries", 1, "send a file again up to `N` times when it fails verification")
 	wait := fs.Duration("wait", 10*time.Second, "keep trying to connect for this long while no receiver listens, or while it turns senders away busy with other senders' handshakes")
 	pos, err := cliflag.ParseInterleaved(fs, args)
@@ -42,6 +43,13 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	if err := c.check(); err != nil {
 		fmt.Fprintf(stderr, "rdmacp send: %v\n", err)
 		return 2
+	}
+	var least transfer.Verify
+	if *verify != "" {
+		if least, err = transfer.ParseVerify(*verify); err != nil {
+			fmt.Fprintf(stderr, "rdmacp send: --verify: %v\n", err)
+			return 2
+		}
 	}
 	peer := rdma.WithDefaultPort(pos[len(pos)-1])
 	paths := pos[:len(pos)-1]
@@ -73,7 +81,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		dial = closeReported(dial, stderr)
 	}
 	bar := newProgress(stderr, !c.quiet && isTerminal(stderr))
-	s := &transfer.Sender{PSK: psk, Resume: *resume, Slots: c.slots, SlotSize: int(c.slotSize), Retries: *retries, Progress: bar.update}
+	s := &transfer.Sender{PSK: psk, Resume: *resume, Slots: c.slots, SlotSize: int(c.slotSize), Retries: *retries, Verify: least, Progress: bar.update}
 	rep, err := s.DialSend(ctx, dial, *wait, items)
 	bar.finish()
 
@@ -156,6 +164,8 @@ type sendSummary struct {
 	Seconds     float64       `json:"seconds"`
 	Throughput  float64       `json:"throughput_bytes_per_second"`
 	Retries     int           `json:"retries"`
+	Verify      string        `json:"verify,omitempty"` // the receiver's policy, as agreed: crc32c, sha256 or none
+	Resent      int           `json:"resent_chunks,omitempty"`
 	DialRetries int           `json:"dial_retries"`
 	BusyRetries int           `json:"busy_retries"` // connections the receiver turned away busy with handshakes, each tried again
 	PeakRSS     int64         `json:"peak_rss_bytes,omitempty"`
@@ -169,7 +179,10 @@ type fileSummary struct {
 	Offset   int64   `json:"resumed_from,omitempty"`
 	Bytes    int64   `json:"bytes"`
 	Seconds  float64 `json:"seconds"`
+	Verify   string  `json:"verify,omitempty"` // how it was verified: crc32c, sha256 or none
 	SHA256   string  `json:"sha256,omitempty"`
+	CRC32C   string  `json:"crc32c,omitempty"` // 8 hex digits
+	Resent   int     `json:"resent_chunks,omitempty"`
 	Verified bool    `json:"verified"`
 	Retries  int     `json:"retries,omitempty"`
 	Error    string  `json:"error,omitempty"`
@@ -178,9 +191,15 @@ type fileSummary struct {
 
 func fileSum(f transfer.FileResult) fileSummary {
 	fsum := fileSummary{Name: f.Name, Kind: f.Kind.String(), Size: f.Size, Offset: f.Offset, Bytes: f.Bytes,
-		Seconds: f.Duration.Seconds(), Verified: f.Verified, Retries: f.Retries}
+		Seconds: f.Duration.Seconds(), Verified: f.Verified, Retries: f.Retries, Resent: f.Resent}
+	if f.Kind == transfer.KindFile && f.Verify != 0 {
+		fsum.Verify = f.Verify.String()
+	}
 	if f.Kind == transfer.KindFile && f.Digest != [transfer.DigestSize]byte{} {
 		fsum.SHA256 = fmt.Sprintf("%x", f.Digest)
+	}
+	if f.Kind == transfer.KindFile && f.Verify == transfer.VerifyCRC32C && (f.Verified || f.Err == nil) {
+		fsum.CRC32C = fmt.Sprintf("%08x", f.CRC32C)
 	}
 	if f.Err != nil {
 		fsum.Error = f.Err.Error()
@@ -205,6 +224,10 @@ func (s *sendSummary) fill(rep *transfer.Report) {
 	}
 	s.Bytes = rep.Bytes
 	s.Retries = rep.Retries
+	s.Resent = rep.Resent
+	if rep.Verify != 0 {
+		s.Verify = rep.Verify.String()
+	}
 	s.DialRetries = rep.DialRetries
 	s.BusyRetries = rep.BusyRetries
 	s.Seconds = rep.Duration.Seconds()

@@ -102,9 +102,27 @@ type demoSummary struct {
 	Error      string  `json:"error"`
 	Files      []struct {
 		Name     string `json:"name"`
+		Verify   string `json:"verify"` // crc32c, sha256, none; absent before rdmacp had --verify (SHA-256)
 		SHA256   string `json:"sha256"`
+		CRC32C   string `json:"crc32c"`
 		Verified bool   `json:"verified"`
 	} `json:"files"`
+}
+
+// check is how rdmacp verified the one file of s, and the checksum it
+// reports: ("sha256", hex), ("crc32c", 8 hex digits) or ("none", "").
+func (s demoSummary) check() (mode, sum string) {
+	if len(s.Files) != 1 {
+		return "", ""
+	}
+	f := s.Files[0]
+	switch f.Verify {
+	case "", "sha256":
+		return "sha256", f.SHA256
+	case "crc32c":
+		return "crc32c", f.CRC32C
+	}
+	return f.Verify, ""
 }
 
 func parseDemo(out []byte) (*demoFacts, error) {
@@ -161,23 +179,32 @@ func (f *demoFacts) check(size int64) []string {
 	if !f.recv.OK || f.recv.Verified != 1 {
 		bad = append(bad, fmt.Sprintf("receiver: ok=%v verified=%d %s", f.recv.OK, f.recv.Verified, f.recv.Error))
 	}
-	digest := func(s demoSummary) string {
-		if len(s.Files) != 1 {
-			return ""
-		}
-		return s.Files[0].SHA256
-	}
 	if len(f.sendFile) != 64 {
 		bad = append(bad, fmt.Sprintf("node 1's sha256sum printed %q", f.sendFile))
 	}
-	for _, c := range []struct{ what, got string }{
-		{"sender's rdmacp digest", digest(f.send)},
-		{"receiver's rdmacp digest", digest(f.recv)},
-		{"sha256sum of the received file", f.recvRehash},
-	} {
-		if c.got != f.sendFile {
-			bad = append(bad, fmt.Sprintf("%s %q differs from the source file's %s", c.what, c.got, f.sendFile))
+	// The ground truth: sha256sum of the file on both nodes.
+	if f.recvRehash != f.sendFile {
+		bad = append(bad, fmt.Sprintf("sha256sum of the received file %q differs from the source file's %s", f.recvRehash, f.sendFile))
+	}
+	// rdmacp's own verification: the same check at both ends, agreeing
+	// (and, for SHA-256, with sha256sum).
+	smode, ssum := f.send.check()
+	rmode, rsum := f.recv.check()
+	switch {
+	case smode != rmode:
+		bad = append(bad, fmt.Sprintf("the sender's rdmacp verified with %q, the receiver's with %q", smode, rmode))
+	case smode == "sha256":
+		for _, c := range []struct{ what, got string }{{"sender's rdmacp digest", ssum}, {"receiver's rdmacp digest", rsum}} {
+			if c.got != f.sendFile {
+				bad = append(bad, fmt.Sprintf("%s %q differs from the source file's %s", c.what, c.got, f.sendFile))
+			}
 		}
+	case smode == "crc32c":
+		if len(ssum) != 8 || ssum != rsum {
+			bad = append(bad, fmt.Sprintf("the sender's rdmacp CRC32C %q differs from the receiver's %q", ssum, rsum))
+		}
+	default:
+		bad = append(bad, fmt.Sprintf("rdmacp did not verify the file (--verify %q)", smode))
 	}
 	if f.recvSize != size || f.send.Bytes != size {
 		bad = append(bad, fmt.Sprintf("sizes: received file %d, sender moved %d, want %d", f.recvSize, f.send.Bytes, size))
@@ -229,14 +256,17 @@ type Result struct {
 	// (or why the nodes' report could not be read); empty when it was.
 	Problems []string
 
-	SourceSHA256 string  // sha256sum of the file on node 1
-	SentSHA256   string  // rdmacp send's own hash
-	RecvSHA256   string  // rdmacp recv's hash of what arrived
-	NewSHA256    string  // sha256sum of the new file on node 0
-	SentBytes    int64   // bytes rdmacp send moved
-	Seconds      float64 // rdmacp send's time
-	RdmacpMBs    float64 // rdmacp send's throughput, MB/s (2^20 bytes)
-	WriteBWMBs   float64 // ib_write_bw's average, MB/s as perftest counts them (2^20 bytes)
+	SourceSHA256 string // sha256sum of the file on node 1
+	// Verify is how rdmacp verified (crc32c, its default, or sha256);
+	// SentSum and RecvSum the checksums its two ends report.
+	Verify, SentSum, RecvSum string
+	SentSHA256               string  // rdmacp send's own SHA-256 (Verify sha256)
+	RecvSHA256               string  // rdmacp recv's SHA-256 of what arrived (Verify sha256)
+	NewSHA256                string  // sha256sum of the new file on node 0
+	SentBytes                int64   // bytes rdmacp send moved
+	Seconds                  float64 // rdmacp send's time
+	RdmacpMBs                float64 // rdmacp send's throughput, MB/s (2^20 bytes)
+	WriteBWMBs               float64 // ib_write_bw's average, MB/s as perftest counts them (2^20 bytes)
 	// Timeline is the page written for Options.Timeline and what it shows.
 	Timeline, TimelineSays string
 }
@@ -289,8 +319,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 		return &Result{Problems: bad}, nil
 	}
 	const mib = 1 << 20
+	mode, ssum := f.send.check()
+	_, rsum := f.recv.check()
 	r := &Result{
 		SourceSHA256: f.sendFile,
+		Verify:       mode,
+		SentSum:      ssum,
+		RecvSum:      rsum,
 		SentSHA256:   f.send.Files[0].SHA256,
 		RecvSHA256:   f.recv.Files[0].SHA256,
 		NewSHA256:    f.recvRehash,

@@ -65,3 +65,37 @@ func TestOptionsCheck(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// rdmacp's default verification is CRC32C: its two ends must report the same
+// CRC32C, and sha256sum on the nodes stays the ground truth.
+func TestParseDemoCRC32C(t *testing.T) {
+	crc := func(send, recv string) string {
+		out := demoOutput(sum)
+		out = strings.Replace(out, `"sha256":"`+sum+`"`, `"verify":"crc32c","crc32c":"`+send+`"`, 1)
+		return strings.Replace(out, `"sha256":"`+sum+`"`, `"verify":"crc32c","crc32c":"`+recv+`"`, 1)
+	}
+	f, err := parseDemo([]byte(crc("1e4d653c", "1e4d653c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := f.check(4096); len(bad) != 0 {
+		t.Fatalf("a verified transfer fails the check: %q", bad)
+	}
+	if mode, s := f.send.check(); mode != "crc32c" || s != "1e4d653c" {
+		t.Fatalf("sender's check %q %q", mode, s)
+	}
+	f, err = parseDemo([]byte(crc("1e4d653c", "00000000")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := f.check(4096); len(bad) != 1 || !strings.Contains(bad[0], "CRC32C") {
+		t.Fatalf("differing CRC32Cs pass the check: %q", bad)
+	}
+	out := strings.Replace(crc("1e4d653c", "1e4d653c"), `"verify":"crc32c","crc32c":"1e4d653c"`, `"verify":"none"`, 2)
+	if f, err = parseDemo([]byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	if bad := f.check(4096); len(bad) != 1 || !strings.Contains(bad[0], "did not verify") {
+		t.Fatalf("an unverified transfer passes the check: %q", bad)
+	}
+}

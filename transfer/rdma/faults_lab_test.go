@@ -299,7 +299,8 @@ func TestLabSixteenSenders(t *testing.T) {
 	defer cancel()
 	const port, n, hands = 18642, 16, 4
 	dst := t.TempDir()
-	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands}
+	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands,
+		Verify: transfer.VerifySHA256} // the senders' digests are checked against SHA-256 below
 	srv := serve(t, ctx, port, Config{MaxSlots: 4}, r)
 	a := addr(env.Addr, port)
 	gate := make(chan struct{})
