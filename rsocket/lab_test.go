@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -284,16 +285,36 @@ func TestLabCurlHTTP(t *testing.T) {
 	}
 	done := make(chan struct{})
 	e.RunRoles(t, func() error {
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-			w.Write(body)
-		})}
+		// The server stops once curl has hung up on a connection it sent a
+		// request on (with two nodes the client's done is on the other
+		// node), or with one node once the client is done.
+		var mu sync.Mutex
+		asked := map[net.Conn]bool{}
+		hungUp := make(chan struct{})
+		var once sync.Once
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				w.Write(body)
+			}),
+			ConnState: func(c net.Conn, s http.ConnState) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case s == http.StateActive:
+					asked[c] = true
+				case s == http.StateClosed && asked[c]:
+					once.Do(func() { close(hungUp) })
+				}
+			},
+		}
 		go func() {
 			select {
+			case <-hungUp:
 			case <-done:
 			case <-ctx.Done():
+				time.Sleep(time.Second) // let the last response drain
 			}
-			time.Sleep(time.Second) // let the last response drain
 			srv.Close()
 		}()
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
@@ -394,12 +415,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestLabManyConnections: 100 connections opened, used and closed leave
-// the process's goroutines and descriptors where they were.
+// TestLabManyConnections: 100 connections opened, used and closed, four
+// at a time (one after another in each of four streams: with two nodes
+// each connection's handshakes cross the emulated wire, whose latency
+// would otherwise add up), leave the process's goroutines and descriptors
+// where they were.
 func TestLabManyConnections(t *testing.T) {
 	e := requireLab(t)
 	ctx := labCtx(t, 240*time.Second)
-	const n = 100
+	const n, streams = 100, 4
 	port := labPort(60)
 	var l *Listener
 	if e.serves {
@@ -407,37 +431,63 @@ func TestLabManyConnections(t *testing.T) {
 	}
 	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
 	g0, f0 := runtime.NumGoroutine(), fds()
+	begin := time.Now()
 	e.RunRoles(t, func() error {
+		errs := make(chan error, n)
 		for range n {
 			c, err := l.AcceptRSocket(ctx)
 			if err != nil {
 				return err
 			}
-			b := make([]byte, 5)
-			if _, err := io.ReadFull(c, b); err != nil {
-				c.Close()
-				return err
-			}
-			c.Write(b)
-			c.Close()
+			go func() {
+				defer c.Close()
+				b := make([]byte, 5)
+				if _, err := io.ReadFull(c, b); err != nil {
+					errs <- err
+					return
+				}
+				_, err := c.Write(b)
+				errs <- err
+			}()
 		}
-		return nil
+		var first error
+		for range n {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
 	}, func() error {
-		for i := range n {
-			c, err := dialRetry(ctx, &Dialer{}, e.Peer+":"+port)
-			if err != nil {
-				return fmt.Errorf("connection %d: %w", i, err)
-			}
-			c.Write([]byte("hello"))
-			b := make([]byte, 5)
-			_, err = io.ReadFull(c, b)
-			c.Close()
-			if err != nil || string(b) != "hello" {
-				return fmt.Errorf("connection %d: %q, %v", i, b, err)
+		errs := make(chan error, streams)
+		for s := range streams {
+			go func() {
+				for i := s; i < n; i += streams {
+					c, err := dialRetry(ctx, &Dialer{}, e.Peer+":"+port)
+					if err != nil {
+						errs <- fmt.Errorf("connection %d: %w", i, err)
+						return
+					}
+					c.Write([]byte("hello"))
+					b := make([]byte, 5)
+					_, err = io.ReadFull(c, b)
+					c.Close()
+					if err != nil || string(b) != "hello" {
+						errs <- fmt.Errorf("connection %d: %q, %v", i, b, err)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		var first error
+		for range streams {
+			if err := <-errs; err != nil && first == nil {
+				first = err
 			}
 		}
-		return nil
+		return first
 	})
+	t.Logf("%d connections, %d at a time, in %v", n, streams, time.Since(begin).Round(time.Millisecond))
 	deadline := time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > g0 || fds() > f0 {
 		if time.Now().After(deadline) {

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"
 )
@@ -119,6 +120,7 @@ func (r *closeRacers) started(n int64) bool {
 // Every other round closes the whole Context instead, which must do the
 // same before it closes the descriptor the doorbell writes to.
 func TestCloseRacesDataPath(t *testing.T) {
+	labtest.OneNode(t, "fake rings, no kernel")
 	rounds := 3000
 	if testing.Short() {
 		rounds = 300

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 
@@ -43,6 +44,7 @@ func resCounts(t *testing.T, dev string) (qps, cqs uint64) {
 // the kernel keeps no object of a round behind.
 func TestLabCloseRacesDataPath(t *testing.T) {
 	e := requireLab(t)
+	labtest.OneNode(t, "its QPs talk to a QP in this process; it runs to its 90 s cap")
 	const rounds = 2000
 	deadline := time.Now().Add(90 * time.Second)
 	c := openLab(t, e)

@@ -61,6 +61,7 @@ func readProcCounts(t *testing.T) procCounts {
 // descriptors, queue mappings and pinned memory return to where they were.
 func TestLabLeak(t *testing.T) {
 	e := requireLab(t)
+	labtest.OneNode(t, "it counts this process's own descriptors, mappings and pins; no QP is connected")
 	cycle := func(i int) {
 		c, err := Open(e.Dev)
 		if err != nil {

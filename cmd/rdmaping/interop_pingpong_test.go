@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -40,7 +41,14 @@ func pingpongDev(t *testing.T, addr string) (string, int) {
 func TestInteropPingpong(t *testing.T) {
 	r := labRole(t)
 	dev, gidx := pingpongDev(t, r.bind)
-	const iters = "200"
+	// More messages than rdmaping's receive queue holds (ping.PingpongDepth,
+	// 64 for the four QPs here), so every receive is posted again and its
+	// slot reused; more only add time (with two nodes some 47 ms an
+	// iteration of 4 KiB messages over the emulated wire).
+	const iters = 100
+	if iters <= ping.PingpongDepth(4) {
+		t.Fatalf("%d iterations do not wrap rdmaping's %d receives", iters, ping.PingpongDepth(4))
+	}
 	for i, tc := range []struct {
 		tool, size string
 		go_        []string
@@ -51,13 +59,13 @@ func TestInteropPingpong(t *testing.T) {
 		{"ibv_srq_pingpong", "4096", []string{"--srq", "4"}},
 	} {
 		tool := cTool(t, tc.tool)
-		cargs := []string{"-d", dev, "-g", fmt.Sprint(gidx), "-n", iters}
+		cargs := []string{"-d", dev, "-g", fmt.Sprint(gidx), "-n", fmt.Sprint(iters)}
 		if tc.tool == "ibv_srq_pingpong" {
 			cargs = append(cargs, "-q", "4")
 		}
-		cWant := []string{iters + " iters in"}
-		goWant := []string{fmt.Sprintf("pingpong: %s messages of %s bytes each way with rdma-core's %s, fill checked", iters, tc.size, tc.tool)}
-		goArgs := append([]string{"--tcp", "-C", iters, "--timeout", "60s"}, tc.go_...)
+		cWant := []string{fmt.Sprintf("%d iters in", iters)}
+		goWant := []string{fmt.Sprintf("pingpong: %d messages of %s bytes each way with rdma-core's %s, fill checked", iters, tc.size, tc.tool)}
+		goArgs := append([]string{"--tcp", "-C", fmt.Sprint(iters), "--timeout", "60s"}, tc.go_...)
 		t.Run(tc.tool+"/GoServer_CClient", func(t *testing.T) {
 			port := fmt.Sprint(18600 + 2*i)
 			pair(t, r,
@@ -90,7 +98,8 @@ func TestLabPingpongGo(t *testing.T) {
 
 // TestInteropPingpongMismatch: rdmaping facing a pingpong program of
 // another kind ends with an error that names it, well before its
-// --timeout, instead of hanging. Both processes run on this node.
+// --timeout, instead of hanging (a peer whose packets never arrive within
+// --peer-timeout, here 3 s). Both processes run on this node.
 func TestInteropPingpongMismatch(t *testing.T) {
 	r := labRole(t)
 	dev, gidx := pingpongDev(t, r.bind)
@@ -121,7 +130,7 @@ func TestInteropPingpongMismatch(t *testing.T) {
 					continue
 				}
 				var goArgv, cArgv []string
-				base := append([]string{"--tcp", "-p", port, "-C", "20", "--timeout", "60s"}, tc.goArgs...)
+				base := append([]string{"--tcp", "-p", port, "-C", "20", "--timeout", "60s", "--peer-timeout", "3s"}, tc.goArgs...)
 				cArgv = append(append(append([]string{}, tool...), "-d", dev, "-g", fmt.Sprint(gidx), "-n", "20", "-p", port), tc.toolArgs...)
 				if goServer {
 					goArgv = append([]string{"-s", "-a", r.bind}, base...)

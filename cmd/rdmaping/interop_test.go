@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,15 +84,53 @@ func labRole(t *testing.T) role {
 	return r
 }
 
+// output is a process's combined output, safe to read while the process
+// runs; changed is closed, and replaced, at every write.
+type output struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n, err := o.b.Write(p)
+	if o.changed != nil {
+		close(o.changed)
+	}
+	o.changed = make(chan struct{})
+	return n, err
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// has reports whether s is in the output so far, and returns a channel
+// closed at the next write.
+func (o *output) has(s string) (bool, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.changed == nil {
+		o.changed = make(chan struct{})
+	}
+	return strings.Contains(o.b.String(), s), o.changed
+}
+
 // proc is a started command with its output.
 type proc struct {
-	cmd *exec.Cmd
-	out bytes.Buffer
+	cmd  *exec.Cmd
+	out  output
+	done chan struct{} // closed once the process has exited; err is then its status
+	err  error
 }
 
 func start(ctx context.Context, t *testing.T, argv []string, self bool) *proc {
 	t.Helper()
-	p := &proc{}
+	p := &proc{done: make(chan struct{})}
 	if self {
 		p.cmd = exec.CommandContext(ctx, os.Args[0], argv...)
 		p.cmd.Env = append(os.Environ(), "RDMAPING_RUN_MAIN=1")
@@ -107,10 +146,71 @@ func start(ctx context.Context, t *testing.T, argv []string, self bool) *proc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %q: %v", argv, err)
 	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
 	return p
 }
 
-func (p *proc) wait() error { return p.cmd.Wait() }
+func (p *proc) wait() error {
+	<-p.done
+	return p.err
+}
+
+// readyWait bounds a server's wait for its ready line.
+const readyWait = 30 * time.Second
+
+// ready waits until the process has written marker, which says it is
+// ready for its peer (a multicast receiver has posted its receives and
+// attached its QP). It fails when the process exits first or after
+// readyWait. With no marker it gives the process 300 ms to start: a
+// client that comes too early is retried (runClient).
+func (p *proc) ready(ctx context.Context, marker string) error {
+	if marker == "" {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-p.done:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyWait)
+	defer cancel()
+	for {
+		ok, changed := p.out.has(marker)
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-p.done:
+			if ok, _ := p.out.has(marker); ok {
+				return nil
+			}
+			return fmt.Errorf("exited (%v) before it printed %q", p.err, marker)
+		case <-ctx.Done():
+			return fmt.Errorf("no %q after %v", marker, readyWait)
+		}
+	}
+}
+
+// lineBuffered runs a C tool (a cTool command line) with its stdout line
+// buffered (coreutils' stdbuf -oL), so a ready line shows while it runs
+// and not only at its exit.
+func lineBuffered(t *testing.T, tool []string) []string {
+	t.Helper()
+	return wrap(cTool(t, "stdbuf"), []string{"-oL"}, tool)
+}
+
+// wrap returns the command line that runs tool under wrapper with args
+// (tool and wrapper are cTool command lines: both in /host, or neither).
+func wrap(wrapper, args, tool []string) []string {
+	if tool[0] == chrootPrefix {
+		tool = tool[1:]
+	}
+	return append(append(append([]string{}, wrapper...), args...), tool...)
+}
 
 // runClient runs a client until it succeeds, retrying while the server
 // (perhaps on the other node) is not up yet.
@@ -133,19 +233,53 @@ func runClient(ctx context.Context, t *testing.T, argv []string, self bool) (str
 	}
 }
 
+// pairOpts are what some pairs need besides the two command lines.
+type pairOpts struct {
+	// ready is the server's line that says it is ready for the client,
+	// which starts only then (on either node). Without it the client
+	// starts once the server has been given 300 ms, and is retried while
+	// it is refused.
+	ready string
+}
+
 // pair runs server and client: both here with one node, split by node with
 // two. It checks each side's exit status and that its output has the
 // wanted lines.
 func pair(t *testing.T, r role, server []string, serverSelf bool, serverWant []string, client []string, clientSelf bool, clientWant []string) {
 	t.Helper()
+	pairWith(t, r, pairOpts{}, server, serverSelf, serverWant, client, clientSelf, clientWant)
+}
+
+// pairWith is pair with options. With two nodes the nodes first meet
+// (meet), so that each starts its side of the same subtest, the client
+// only once the server is ready, however far one node has got ahead of
+// the other.
+func pairWith(t *testing.T, r role, o pairOpts, server []string, serverSelf bool, serverWant []string, client []string, clientSelf bool, clientWant []string) {
+	t.Helper()
+	var l *link
+	if r.twoNodes {
+		l = meet(t, r)
+		defer l.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var sp *proc
 	if r.server {
 		sp = start(ctx, t, server, serverSelf)
-		time.Sleep(300 * time.Millisecond)
+		err := sp.ready(ctx, o.ready)
+		if err != nil {
+			t.Errorf("server %q: %v", server, err)
+		}
+		if l != nil {
+			l.sendReady(err)
+		}
 	}
 	if r.client {
+		if l != nil {
+			if err := l.awaitReady(); err != nil {
+				t.Fatalf("client %q: %v", client, err)
+			}
+		}
 		out, err := runClient(ctx, t, client, clientSelf)
 		t.Logf("client %q:\n%s", client, out)
 		if err != nil {

@@ -75,6 +75,8 @@ type config struct {
 	sendOnly       bool
 	dev            string
 	timeout        time.Duration
+	peerTimeout    time.Duration
+	settle         time.Duration
 	tos            int
 
 	stdout, stderr io.Writer // where run writes; set by run, not by flags
@@ -134,6 +136,8 @@ func parse(args []string) (*config, error) {
 	fs.BoolVar(&c.ud, "ud", false, "udaddy's UD datagram exchange over rdma_cm")
 	fs.StringVar(&c.dev, "dev", "", "--tcp: RDMA device (default: the one on the address's interface)")
 	fs.DurationVar(&c.timeout, "timeout", 0, "give up after this long (0: never)")
+	fs.DurationVar(&c.peerTimeout, "peer-timeout", 10*time.Second, "--tcp: give up when no completion comes for this long (a peer that exited or runs another QP type)")
+	fs.DurationVar(&c.settle, "settle", 3*time.Second, "--mcast -c: wait this long after joining before sending (mckey waits 3s for a subnet manager to set up the group)")
 	fs.IntVar(&c.tos, "t", 0, "type of service (udaddy -t)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage:\n  rdmaping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"+
@@ -157,6 +161,12 @@ func parse(args []string) (*config, error) {
 	}
 	if c.mcast != "" && (c.tcp || c.ud || c.mode != "rping") {
 		return nil, errors.New("--mcast is mckey's exchange: it takes no --mode, --tcp or --ud")
+	}
+	if c.peerTimeout <= 0 {
+		return nil, fmt.Errorf("--peer-timeout %v: give a positive duration", c.peerTimeout)
+	}
+	if c.settle < 0 {
+		return nil, fmt.Errorf("--settle %v: give a duration of 0 or more", c.settle)
 	}
 	if c.sendOnly && (c.mcast == "" || !c.client) {
 		return nil, errors.New("--send-only is for the multicast sender: -c --mcast GROUP")

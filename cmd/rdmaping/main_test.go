@@ -46,6 +46,9 @@ func TestParse(t *testing.T) {
 		{[]string{"-s", "--ud", "--mode", "send"}, "takes no --mode", 0},
 		{[]string{"-s", "--mode", "nope"}, "unknown --mode", 0},
 		{[]string{"-s", "-p", "70000"}, "out of range", 0},
+		{[]string{"-s", "--tcp", "--peer-timeout", "0s"}, "--peer-timeout 0s: give a positive duration", 0},
+		{[]string{"-c", "--mcast", "239.1.2.3", "--settle", "-1s"}, "--settle -1s", 0},
+		{[]string{"-c", "--mcast", "239.1.2.3", "--settle", "0s"}, "", 7174},
 		{[]string{"-s", "extra"}, "unexpected arguments", 0},
 	} {
 		c, err := parse(tc.args)

@@ -13,11 +13,6 @@ import (
 	"github.com/rdmago/rdmago/uverbs"
 )
 
-// mcastSettle is how long the sender waits after joining before it sends,
-// as mckey does ("give SM chance to configure switches"): receivers
-// started at the same time have joined by then.
-var mcastSettle = 3 * time.Second
-
 // runMcast is librdmacm's mckey: -s joins the group and receives -C
 // datagrams (`mckey -m GROUP`), -c joins and sends them (`mckey -s -m
 // GROUP`); -a is the address to bind to (mckey -b). The group is joined
@@ -99,7 +94,14 @@ func runMcast(ctx context.Context, c *config) error {
 	if err != nil {
 		return err
 	}
-	cq, err := dev.CreateCQ(2*count+2, nil)
+	// A completion channel, so the receiver sleeps until a datagram lands
+	// instead of polling for up to 20 s, taking the processor from a
+	// sender on the same node.
+	cch, err := dev.CreateCompChannel()
+	if err != nil {
+		return err
+	}
+	cq, err := dev.CreateCQ(2*count+2, &uverbs.CQOptions{Channel: cch})
 	if err != nil {
 		return err
 	}
@@ -120,6 +122,12 @@ func runMcast(ctx context.Context, c *config) error {
 		return err
 	}
 	if !sender {
+		// Receives first, then attach: from the attach on the group's
+		// datagrams reach the QP, and each needs a receive waiting.
+		if err := m.PostReceives(); err != nil {
+			return err
+		}
+		logf("verbs: posted %d receives of %d bytes", count, size+ping.GRHSize)
 		if err := qp.AttachMcast(ah.GRH.DGID, ah.DLID); err != nil {
 			return err
 		}
@@ -133,8 +141,12 @@ func runMcast(ctx context.Context, c *config) error {
 		if err != nil {
 			return err
 		}
+		// --settle: mckey pauses 3 s here, to give a subnet manager time
+		// to set up the group's switches; receivers started at the same
+		// time have joined by then.
+		logf("mcast: waiting %v before sending (--settle)", c.settle)
 		select {
-		case <-time.After(mcastSettle):
+		case <-time.After(c.settle):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -76,7 +76,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 		logf("verbs: created %v QP %#x -> %v", qp.Type(), qp.Num(), uverbs.QPSInit)
 		qps[i].QP = qp
 	}
-	pp, err := ping.NewPingpong(ping.PingpongConfig{Type: typ, Server: c.server, Iters: c.count, Size: size, Out: c.stdout},
+	pp, err := ping.NewPingpong(ping.PingpongConfig{Type: typ, Server: c.server, Iters: c.count, Size: size, Out: c.stdout, PeerTimeout: c.peerTimeout},
 		cq, qps, srq, regMRLogged(pd, logf))
 	if err != nil {
 		return err

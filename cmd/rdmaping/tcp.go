@@ -177,7 +177,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("verbs: QP %#x -> %v (port 1, access %v)", qp.Num(), uverbs.QPSInit, demoAccess)
-	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(), PeerTimeout: 10 * time.Second,
+	link := &ping.Link{QP: qp, PD: pd, SendCQ: cq, RecvCQ: cq, Logf: c.logf(), Debugf: c.debugf(), PeerTimeout: c.peerTimeout,
 		RegMR: regMRLogged(pd, logf)}
 	if err := d.Setup(link); err != nil {
 		return err

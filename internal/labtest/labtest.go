@@ -71,3 +71,16 @@ func Missing(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// OneNode skips t in a two-node lab, saying why it runs with one node only:
+// for a test that gains nothing from a second node (both its ends in this
+// process, rxe looping back; or nothing on the wire at all), which the
+// one-node lab of the same kernel runs anyway. On both nodes of a two-node
+// lab it would only run twice at once, each node on half the CPUs. why says
+// what the test does, e.g. "both ends in this process".
+func OneNode(t testing.TB, why string) {
+	t.Helper()
+	if InLab() && os.Getenv("RDMALAB_NODES") == "2" {
+		t.Skipf("runs in the one-node lab only (%s): a second node adds nothing to it", why)
+	}
+}

@@ -9,6 +9,27 @@ import (
 	"testing"
 )
 
+// TestOneNode: OneNode skips in a two-node lab only.
+func TestOneNode(t *testing.T) {
+	for _, c := range []struct {
+		node, nodes string
+		skip        bool
+	}{
+		{"", "", false},   // the host
+		{"0", "1", false}, // one node
+		{"0", "2", true},
+		{"1", "2", true},
+	} {
+		t.Setenv("RDMALAB_NODE", c.node)
+		t.Setenv("RDMALAB_NODES", c.nodes)
+		var rec recorder
+		OneNode(&rec, "both ends here")
+		if rec.skipped != c.skip {
+			t.Errorf("node %q of %q: skipped %v, want %v", c.node, c.nodes, rec.skipped, c.skip)
+		}
+	}
+}
+
 // TestRunRolesOneNode: with one node both sides run, and an error of
 // either fails the test, as does a serving side that never returns.
 func TestRunRolesOneNode(t *testing.T) {
@@ -38,9 +59,10 @@ func TestRunRolesOneNode(t *testing.T) {
 // recorder is a testing.TB that only records failure.
 type recorder struct {
 	testing.TB
-	failed bool
+	failed, skipped bool
 }
 
-func (r *recorder) Helper()      {}
-func (r *recorder) Error(...any) { r.failed = true }
-func (r *recorder) Fatal(...any) { r.failed = true }
+func (r *recorder) Skipf(string, ...any) { r.skipped = true }
+func (r *recorder) Helper()              {}
+func (r *recorder) Error(...any)         { r.failed = true }
+func (r *recorder) Fatal(...any)         { r.failed = true }

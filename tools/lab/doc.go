@@ -10,4 +10,8 @@
 // `rdmalab test` on top of it. A caller that boots the lab itself, as
 // tools/bench does, gets the writable host directories from Shares and
 // checks paths against the guests' own /tmp with UnderTmp.
+//
+// Each node's console is watched for a kernel crash (an oops or a panic):
+// the first one stops every node at once, and the Lab's methods then fail
+// with an error holding a *Crash (errors.As), the crash's diagnosis.
 package lab

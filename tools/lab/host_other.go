@@ -22,3 +22,5 @@ func hostErr() error { return errHost }
 func qemuProcAttr() *syscall.SysProcAttr { return nil }
 
 func lockFile(string) (*os.File, error) { return nil, errHost }
+
+func wirePair() (a, b *os.File, err error) { return nil, nil, errHost }

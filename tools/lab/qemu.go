@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/tools/lab/labproto"
+	"github.com/rdmago/rdmago/transfer"
 )
 
 // Lab network addressing: node i has 10.77.0.(i+1)/24 on its rxe netdev.
@@ -75,6 +76,8 @@ type Lab struct {
 	mu       sync.Mutex
 	timedOut bool
 	closed   bool
+	crash    *Crash        // the first guest kernel crash; set once
+	lost     *node         // the first node whose qemu exited before Close
 	done     chan struct{} // closed by Close
 
 	interrupted bool
@@ -94,6 +97,7 @@ type node struct {
 	frames  chan frame
 	readErr error // set before frames is closed
 	console *tailBuffer
+	watch   *crashWatch
 	exited  chan struct{}
 	waitErr error
 	hello   labproto.HelloMsg
@@ -269,45 +273,23 @@ func probeAccel(ctx context.Context, qemu string, k *Kernel, log io.Writer) stri
 	return res
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// listening reports whether something listens on 127.0.0.1:port (from
-// /proc/net/tcp, so no connection is made: qemu's socket netdev accepts
-// exactly one).
-func listening(port int) bool {
-	b, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		return false
-	}
-	want := fmt.Sprintf("0100007F:%04X", port)
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 3 && f[1] == want && f[3] == "0A" {
-			return true
-		}
-	}
-	return false
-}
-
 func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	n := l.opts.Nodes
 	smp := runtime.NumCPU() / n
 	if smp < 1 {
 		smp = 1
 	}
-	port := 0
+	// The wire between two nodes: one socket of a connected pair for each
+	// QEMU (see wirePair).
+	var wire [2]*os.File
 	if n == 2 {
 		var err error
-		if port, err = freePort(); err != nil {
-			return fmt.Errorf("pick a port for the lab link: %w", err)
+		if wire[0], wire[1], err = wirePair(); err != nil {
+			return fmt.Errorf("the lab wire: %w", err)
 		}
+		// Each QEMU holds its end once started.
+		defer wire[0].Close()
+		defer wire[1].Close()
 	}
 	var shares []labproto.Share
 	for i, s := range l.opts.Shares {
@@ -332,33 +314,16 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		for _, s := range shares {
 			args = append(args, "-virtfs", "local,path="+s.Path+",mount_tag="+s.Tag+",security_model=none,multidevs=remap")
 		}
+		var extra []*os.File
 		if n == 1 {
 			args = append(args, "-nic", "none")
 		} else {
-			sock := fmt.Sprintf("listen=127.0.0.1:%d", port)
-			if i == 1 {
-				sock = fmt.Sprintf("connect=127.0.0.1:%d", port)
-			}
-			args = append(args, "-netdev", "socket,id=n0,"+sock,
+			extra = []*os.File{wire[i]} // fd 3 in QEMU
+			args = append(args, "-netdev", "socket,id=n0,fd=3",
 				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
 		}
-		nd, err := l.startNode(ctx, qemu, i, args)
-		if err != nil {
+		if _, err := l.startNode(ctx, qemu, i, args, extra); err != nil {
 			return err
-		}
-		l.nodes = append(l.nodes, nd)
-		if n == 2 && i == 0 {
-			// Node 1 connects to node 0's socket: wait until it listens.
-			for t := 0; !listening(port); t++ {
-				if t > 1200 { // 30 s: qemu sets its netdevs up before the guest starts
-					return l.nodeErr(nd, fmt.Errorf("qemu never listened on 127.0.0.1:%d", port))
-				}
-				select {
-				case <-nd.exited:
-					return l.nodeErr(nd, errors.New("qemu exited"))
-				case <-time.After(25 * time.Millisecond):
-				}
-			}
 		}
 	}
 	errs := make([]error, n)
@@ -367,36 +332,27 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = l.handshake(nd, shares, port)
+			errs[i] = l.handshake(nd, shares)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) (*node, error) {
+func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string, extra []*os.File) (*node, error) {
 	sockPath := filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i))
 	ln, err := net.Listen("unix", sockPath)
 	if err != nil {
 		return nil, fmt.Errorf("node %d control socket: %w", i, err)
 	}
 	defer ln.Close()
-	nd := &node{idx: i, frames: make(chan frame, 64), exited: make(chan struct{}), console: &tailBuffer{max: 64 << 10}}
-	if l.opts.Verbose {
-		nd.console.tee = NewPrefixWriter(l.opts.Log, fmt.Sprintf("[console %d] ", i), &sync.Mutex{})
-	}
 	cmd := exec.Command(qemu, args...)
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = nd.console, nd.console
 	cmd.SysProcAttr = qemuProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", qemu, err)
+	cmd.ExtraFiles = extra
+	nd, err := l.spawn(i, cmd)
+	if err != nil {
+		return nil, err
 	}
-	nd.cmd = cmd
-	go func() {
-		nd.waitErr = cmd.Wait()
-		close(nd.exited)
-	}()
 	type acc struct {
 		c   net.Conn
 		err error
@@ -439,18 +395,93 @@ func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string) 
 	return nd, nil
 }
 
-// nodeErr explains a node's failure with the tail of its console.
+// watchConsole makes nd's console watch for a kernel crash: the first
+// crash in any node stops every node at once, so that a peer does not wait
+// for a guest that is gone, and becomes the error of every node's step.
+func (l *Lab) watchConsole(nd *node) {
+	nd.watch = newCrashWatch(nd.idx, func(c *Crash) {
+		l.mu.Lock()
+		first := l.crash == nil
+		if first {
+			l.crash = c
+		}
+		l.mu.Unlock()
+		if first {
+			l.kill()
+		}
+	})
+}
+
+// nodeExited stops the other nodes when nd's qemu exits before Close asked
+// it to: a peer would otherwise wait for it until its own timeout.
+func (l *Lab) nodeExited(nd *node) {
+	l.mu.Lock()
+	first := !l.closed && l.lost == nil
+	if first {
+		l.lost = nd
+	}
+	l.mu.Unlock()
+	if first {
+		l.kill()
+	}
+}
+
+// Crash returns the first guest kernel crash the lab saw, or nil.
+func (l *Lab) Crash() *Crash {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.crash
+}
+
+// spawn starts node i's emulator, cmd, whose output is the guest's console,
+// and adds the node to the lab.
+func (l *Lab) spawn(i int, cmd *exec.Cmd) (*node, error) {
+	nd := &node{idx: i, frames: make(chan frame, 64), exited: make(chan struct{}), console: &tailBuffer{max: 64 << 10}}
+	if l.opts.Verbose {
+		nd.console.tee = NewPrefixWriter(l.opts.Log, fmt.Sprintf("[console %d] ", i), &sync.Mutex{})
+	}
+	l.watchConsole(nd)
+	cmd.Stdin = nil
+	cmd.Stdout = io.MultiWriter(nd.console, nd.watch)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	nd.cmd = cmd
+	l.mu.Lock()
+	l.nodes = append(l.nodes, nd)
+	l.mu.Unlock()
+	go func() {
+		nd.waitErr = cmd.Wait() // returns once the console is copied out
+		nd.watch.finish()
+		l.nodeExited(nd)
+		close(nd.exited)
+	}()
+	return nd, nil
+}
+
+// nodeErr explains a node's failure with the tail of its console; once a
+// guest's kernel has crashed, the crash explains every node's failure.
 func (l *Lab) nodeErr(nd *node, err error) error {
 	l.mu.Lock()
-	to, intr := l.timedOut, l.interrupted
+	to, intr, crash, lost := l.timedOut, l.interrupted, l.crash, l.lost
 	l.mu.Unlock()
+	if crash != nil {
+		if crash.Node == nd.idx {
+			return crash
+		}
+		return fmt.Errorf("node %d: stopped because node %d's kernel crashed: %w", nd.idx, crash.Node, crash)
+	}
+	if lost != nil && lost != nd && !to && !intr {
+		return fmt.Errorf("node %d: stopped because node %d's guest exited (see its error)", nd.idx, lost.idx)
+	}
 	if intr {
 		err = fmt.Errorf("interrupted: %w", err)
 	}
 	if to {
 		err = fmt.Errorf("timed out after %v (guest hung or too slow; raise --timeout): %w", l.opts.Timeout, err)
 	}
-	tail := nd.console.Tail(30)
+	tail := escapeLines(nd.console.Tail(30))
 	if tail != "" {
 		return fmt.Errorf("node %d: %w\n--- node %d console (last lines) ---\n%s\n---", nd.idx, err, nd.idx, tail)
 	}
@@ -485,7 +516,7 @@ func (l *Lab) next(nd *node) (frame, error) {
 	}
 }
 
-func (l *Lab) handshake(nd *node, shares []labproto.Share, port int) error {
+func (l *Lab) handshake(nd *node, shares []labproto.Share) error {
 	f, err := l.next(nd)
 	if err != nil {
 		return err
@@ -592,7 +623,10 @@ func (l *Lab) GuestKernel() string {
 }
 
 func (l *Lab) kill() {
-	for _, nd := range l.nodes {
+	l.mu.Lock()
+	nodes := append([]*node(nil), l.nodes...)
+	l.mu.Unlock()
+	for _, nd := range nodes {
 		if nd.cmd != nil && nd.cmd.Process != nil {
 			_ = nd.cmd.Process.Kill()
 		}
@@ -644,4 +678,13 @@ func (l *Lab) TimedOut() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.timedOut
+}
+
+// escapeLines escapes each line of console text for printing.
+func escapeLines(s string) string {
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		ls[i] = transfer.Escape(l)
+	}
+	return strings.Join(ls, "\n")
 }

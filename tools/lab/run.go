@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -141,6 +142,11 @@ func RunCommand(ctx context.Context, opts RunOptions, args []string, stdout, std
 	}
 	res, err := l.Run(steps, outs)
 	if err != nil {
+		var crash *Crash
+		if errors.As(err, &crash) {
+			fmt.Fprint(stderr, crash.Report("rdmalab: "))
+			return 1, fmt.Errorf("the guest kernel crashed %s", crash.Where())
+		}
 		return 1, err
 	}
 	status := 0

@@ -6,11 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +60,10 @@ func listPackages(ctx context.Context, patterns []string) ([]testPkg, error) {
 // RunTests is `rdmalab test`: it builds each package's test binary on the
 // host (CGO_ENABLED=0), boots the lab once, runs every binary bare in every
 // node (working directory: the package's directory), and prints go test's
-// summary lines to w. It reports whether everything passed.
+// summary lines to w. When a guest's kernel crashes (an oops or a panic on
+// its console) it stops the lab at once, prints the crash, and runs the
+// packages that had not finished once more in a fresh boot (runBoots). It
+// reports whether everything passed.
 func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Writer) (bool, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"."}
@@ -91,36 +96,6 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 	}
 	defer os.RemoveAll(bindir)
 
-	ok := true
-	var torun []*testPkg
-	for i := range pkgs {
-		p := &pkgs[i]
-		if !p.HasTests {
-			continue
-		}
-		p.Bin = filepath.Join(bindir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
-		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", p.Bin, p.ImportPath)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		var errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &errb, &errb
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(w, "%sFAIL\t%s [build failed]\n", errb.String(), p.ImportPath)
-			ok = false
-			continue
-		}
-		if _, err := os.Stat(p.Bin); err != nil {
-			p.HasTests = false // e.g. only _test.go files without tests
-			continue
-		}
-		torun = append(torun, p)
-	}
-	if len(torun) == 0 {
-		for _, p := range pkgs {
-			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
-		}
-		return ok, nil
-	}
-
 	extra := opts.Shares
 	if UnderTmp(bindir) {
 		extra = append(extra, bindir) // a cache under /tmp: share it, /tmp is the guest's own
@@ -130,100 +105,323 @@ func RunTests(ctx context.Context, opts TestOptions, patterns []string, w io.Wri
 		return false, err
 	}
 	opts.Shares = shares
-	begin := time.Now()
-	l, err := Start(ctx, opts.Options)
-	if err != nil {
-		return false, err
+
+	// The guests boot while the test binaries build: both take seconds.
+	type booted struct {
+		l     *Lab
+		begin time.Time
+		err   error
 	}
-	defer l.Close()
-	if opts.V {
-		fmt.Fprintf(w, "rdmalab: %d node(s), kernel %s, ready in %.1fs\n", l.Nodes(), l.GuestKernel(), l.Boot.Seconds())
+	var first chan booted
+	if slices.ContainsFunc(pkgs, func(p testPkg) bool { return p.HasTests }) {
+		first = make(chan booted, 1)
+		go func() {
+			begin := time.Now()
+			l, err := Start(ctx, opts.Options)
+			first <- booted{l, begin, err}
+		}()
 	}
-	labErr := error(nil)
-	for _, p := range pkgs {
-		if !p.HasTests {
+	ok := buildTests(ctx, pkgs, bindir, w)
+	if !slices.ContainsFunc(pkgs, func(p testPkg) bool { return p.Bin != "" }) {
+		if first != nil {
+			if b := <-first; b.l != nil {
+				b.l.Close()
+			}
+		}
+		for _, p := range pkgs {
 			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
-			continue
 		}
-		if p.Bin == "" || !contains(torun, p.ImportPath) {
-			continue // build failed, reported above
-		}
-		if labErr != nil {
-			fmt.Fprintf(w, "FAIL\t%s [lab failed]\n", p.ImportPath)
-			continue
-		}
-		remaining := opts.Timeout - time.Since(begin) - 30*time.Second
-		if remaining < 10*time.Second {
-			remaining = 10 * time.Second
-		}
-		args := []string{"/host" + p.Bin, "-test.paniconexit0", "-test.timeout=" + remaining.Round(time.Second).String()}
-		if opts.V {
-			args = append(args, "-test.v=true")
-		}
-		if opts.Run != "" {
-			args = append(args, "-test.run="+opts.Run)
-		}
-		args = append(args, opts.TestArgs...)
-		st := labproto.StepMsg{Args: args, Dir: "/host" + p.Dir, Bare: true}
-		steps := make([]labproto.StepMsg, l.Nodes())
-		outs := make([]Output, l.Nodes())
-		bufs := make([]*bytes.Buffer, l.Nodes())
-		var mu sync.Mutex
-		for i := range steps {
-			steps[i] = st
-			bufs[i] = &bytes.Buffer{}
-			var dst io.Writer = bufs[i]
-			if opts.V {
-				dst = w
-			}
-			if l.Nodes() > 1 {
-				dst = NewPrefixWriter(dst, fmt.Sprintf("node%d| ", i), &mu)
-			} else if opts.V {
-				dst = &lockedWriter{mu: &mu, w: dst}
-			}
-			outs[i] = Output{Stdout: dst, Stderr: dst}
-		}
-		t0 := time.Now()
-		res, err := l.Run(steps, outs)
-		dur := time.Since(t0)
-		failed := err != nil
-		for i, r := range res {
-			if r.Status != 0 {
-				failed = true
-			}
-			if r.Error != "" {
-				fmt.Fprintf(bufs[i], "rdmalab: node %d: %s\n", i, r.Error)
-			}
-		}
-		if failed {
-			ok = false
-			if !opts.V {
-				for _, b := range bufs {
-					w.Write(b.Bytes())
-				}
-			}
-			if err != nil {
-				fmt.Fprintf(w, "rdmalab: %v\n", err)
-				labErr = err
-			}
-			fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", p.ImportPath, dur.Seconds())
+		return ok, nil
+	}
+	boot := func() (testLab, time.Time, error) {
+		b := booted{begin: time.Now()}
+		if first != nil {
+			b, first = <-first, nil
 		} else {
-			fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", p.ImportPath, dur.Seconds())
+			b.l, b.err = Start(ctx, opts.Options)
 		}
+		if b.err != nil {
+			return nil, b.begin, b.err
+		}
+		if opts.V {
+			fmt.Fprintf(w, "rdmalab: %d node(s), kernel %s, ready in %.1fs\n", b.l.Nodes(), b.l.GuestKernel(), b.l.Boot.Seconds())
+		}
+		return b.l, b.begin, nil
 	}
-	if err := l.Close(); err != nil && labErr == nil {
-		fmt.Fprintf(w, "rdmalab: %v\n", err)
-	}
-	return ok && labErr == nil, nil
+	ran, err := runBoots(opts, pkgs, boot, w)
+	return ok && ran, err
 }
 
-func contains(ps []*testPkg, path string) bool {
-	for _, p := range ps {
-		if p.ImportPath == path {
-			return true
+// buildTests builds the test binary of each package of pkgs that has tests
+// into dir (CGO_ENABLED=0, linux/amd64), setting its Bin; it reports build
+// failures to w and whether there were none. One go command builds them
+// all (it builds in parallel and loads the packages once); a package that
+// command made no binary for is built alone, which shows its own build
+// error or finds it has no tests after all.
+func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bool {
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	// go test -c -o DIR/ names each binary after its package's last
+	// element: those must differ.
+	byName := map[string]int{}
+	for _, p := range pkgs {
+		if p.HasTests {
+			byName[filepath.Base(p.ImportPath)]++
 		}
 	}
-	return false
+	var paths []string
+	for _, p := range pkgs {
+		if p.HasTests && byName[filepath.Base(p.ImportPath)] == 1 {
+			paths = append(paths, p.ImportPath)
+		}
+	}
+	all := filepath.Join(dir, "all")
+	if len(paths) > 1 {
+		if err := os.Mkdir(all, 0o755); err == nil {
+			cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", all + "/"}, paths...)...)
+			cmd.Env = env
+			_ = cmd.Run() // failures show below, package by package
+		}
+	}
+	ok := true
+	for i := range pkgs {
+		p := &pkgs[i]
+		if !p.HasTests {
+			continue
+		}
+		if byName[filepath.Base(p.ImportPath)] == 1 {
+			if bin := filepath.Join(all, filepath.Base(p.ImportPath)+".test"); fileExists(bin) {
+				p.Bin = bin
+				continue
+			}
+		}
+		bin := filepath.Join(dir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, p.ImportPath)
+		cmd.Env = env
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &errb, &errb
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(w, "%sFAIL\t%s [build failed]\n", errb.String(), p.ImportPath)
+			ok = false
+			continue
+		}
+		if !fileExists(bin) {
+			p.HasTests = false // e.g. only _test.go files without tests
+			continue
+		}
+		p.Bin = bin
+	}
+	return ok
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// testLab is what runBoots needs of a booted lab: a *Lab (a fake in tests).
+type testLab interface {
+	Nodes() int
+	GuestKernel() string
+	Run(steps []labproto.StepMsg, outs []Output) ([]Result, error)
+	Close() error
+}
+
+// runBoots runs the test binaries of pkgs (those with Bin set; the others
+// are reported as having no test files) in order, in a lab boot(). When a
+// guest's kernel crashes it prints the crash, then runs the packages that
+// had not finished, the one that was running included, once more in a
+// fresh boot; a package that finished, passed or failed, is never run
+// again, and a second crash fails the run. It reports whether every
+// package ran and passed.
+func runBoots(opts TestOptions, pkgs []testPkg, boot func() (testLab, time.Time, error), w io.Writer) (bool, error) {
+	ok := true
+	queue := pkgs
+	for crashes := 0; ; crashes++ {
+		n, err := runBoot(opts, queue, boot, w)
+		if err == nil {
+			return ok && n.ok, nil
+		}
+		ok = ok && n.ok
+		queue = queue[n.done:]
+		var crash *Crash
+		if !errors.As(err, &crash) {
+			if n.running != nil {
+				// runPkg printed the error and the package's FAIL.
+				failRest(w, queue[1:], "[lab failed]")
+				return false, nil
+			}
+			if crashes == 0 {
+				return false, err // the lab did not boot: an error, as always
+			}
+			fmt.Fprintf(w, "rdmalab: the fresh boot failed: %v\n", err)
+			failRest(w, queue, "[lab failed]")
+			return false, nil
+		}
+		during := "while the lab booted"
+		if n.running != nil {
+			during = "during " + n.running.ImportPath
+		}
+		kernel := crash.Kernel
+		if kernel == "" {
+			kernel = opts.Kernel
+		}
+		fmt.Fprint(w, crash.Report("rdmalab: "))
+		if opts.Nodes > 1 {
+			fmt.Fprintf(w, "rdmalab:   the other node was stopped at once\n")
+		}
+		if crashes == 0 {
+			fmt.Fprintf(w, "rdmalab: *** guest kernel crashed %s %s; rerunning %d packages in a fresh boot (kernel %s, %d node(s)) ***\n",
+				crash.Where(), during, countRunnable(queue), kernel, opts.Nodes)
+			continue
+		}
+		fmt.Fprintf(w, "rdmalab: *** guest kernel crashed again, %s %s, in the fresh boot: not retried ***\n", crash.Where(), during)
+		if n.running != nil {
+			fmt.Fprintf(w, "FAIL\t%s [guest kernel crashed]\n", n.running.ImportPath)
+			queue = queue[1:]
+		}
+		failRest(w, queue, "[not run: the guest kernel crashed]")
+		return false, nil
+	}
+}
+
+// bootResult is how far one boot of runBoot got.
+type bootResult struct {
+	booted  bool     // the lab booted
+	done    int      // packages of the queue finished (or skipped) in this boot
+	running *testPkg // the package whose step a lab error stopped, if any
+	ok      bool     // every finished package passed
+}
+
+// runBoot boots the lab and runs queue's packages in it until one of its
+// steps ends with a lab error (a crashed, hung or lost guest), which it
+// returns.
+func runBoot(opts TestOptions, queue []testPkg, boot func() (testLab, time.Time, error), w io.Writer) (bootResult, error) {
+	res := bootResult{ok: true}
+	l, begin, err := boot()
+	if err != nil {
+		return res, err
+	}
+	res.booted = true
+	defer l.Close()
+	for i := range queue {
+		p := &queue[i]
+		if !p.HasTests {
+			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
+			res.done++
+			continue
+		}
+		if p.Bin == "" {
+			res.done++
+			continue // build failed, reported above
+		}
+		passed, err := runPkg(opts, l, p, begin, w)
+		if err != nil {
+			res.running = p
+			return res, err
+		}
+		res.ok = res.ok && passed
+		res.done++
+	}
+	if err := l.Close(); err != nil {
+		var crash *Crash
+		if errors.As(err, &crash) {
+			// Every package had finished: their results stand.
+			fmt.Fprint(w, crash.Report("rdmalab: "))
+			fmt.Fprintf(w, "rdmalab: the guest kernel crashed after the last package had finished; the results above stand\n")
+		} else {
+			fmt.Fprintf(w, "rdmalab: %v\n", err)
+		}
+	}
+	return res, nil
+}
+
+// runPkg runs p's test binary in every node of l. It reports whether it
+// passed; an error is the lab's (the package's own failures are printed).
+func runPkg(opts TestOptions, l testLab, p *testPkg, begin time.Time, w io.Writer) (bool, error) {
+	remaining := opts.Timeout - time.Since(begin) - 30*time.Second
+	if remaining < 10*time.Second {
+		remaining = 10 * time.Second
+	}
+	args := []string{"/host" + p.Bin, "-test.paniconexit0", "-test.timeout=" + remaining.Round(time.Second).String()}
+	if opts.V {
+		args = append(args, "-test.v=true")
+	}
+	if opts.Run != "" {
+		args = append(args, "-test.run="+opts.Run)
+	}
+	args = append(args, opts.TestArgs...)
+	st := labproto.StepMsg{Args: args, Dir: "/host" + p.Dir, Bare: true}
+	steps := make([]labproto.StepMsg, l.Nodes())
+	outs := make([]Output, l.Nodes())
+	bufs := make([]*bytes.Buffer, l.Nodes())
+	var mu sync.Mutex
+	for i := range steps {
+		steps[i] = st
+		bufs[i] = &bytes.Buffer{}
+		var dst io.Writer = bufs[i]
+		if opts.V {
+			dst = w
+		}
+		if l.Nodes() > 1 {
+			dst = NewPrefixWriter(dst, fmt.Sprintf("node%d| ", i), &mu)
+		} else if opts.V {
+			dst = &lockedWriter{mu: &mu, w: dst}
+		}
+		outs[i] = Output{Stdout: dst, Stderr: dst}
+	}
+	t0 := time.Now()
+	res, err := l.Run(steps, outs)
+	dur := time.Since(t0)
+	var crash *Crash
+	if errors.As(err, &crash) {
+		return false, err // the kernel's failure, not the package's: runBoots says so
+	}
+	failed := err != nil
+	for i, r := range res {
+		if r.Status != 0 {
+			failed = true
+		}
+		if r.Error != "" {
+			fmt.Fprintf(bufs[i], "rdmalab: node %d: %s\n", i, r.Error)
+		}
+	}
+	if !failed {
+		fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", p.ImportPath, dur.Seconds())
+		return true, nil
+	}
+	if !opts.V {
+		for _, b := range bufs {
+			w.Write(b.Bytes())
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(w, "rdmalab: %v\n", err)
+	}
+	fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", p.ImportPath, dur.Seconds())
+	return false, err
+}
+
+// countRunnable counts the packages of ps with a test binary to run.
+func countRunnable(ps []testPkg) int {
+	n := 0
+	for _, p := range ps {
+		if p.HasTests && p.Bin != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// failRest reports every runnable package of ps as failed for why.
+func failRest(w io.Writer, ps []testPkg, why string) {
+	for _, p := range ps {
+		switch {
+		case !p.HasTests:
+			fmt.Fprintf(w, "?   \t%s\t[no test files]\n", p.ImportPath)
+		case p.Bin != "":
+			fmt.Fprintf(w, "FAIL\t%s %s\n", p.ImportPath, why)
+		}
+	}
 }
 
 type lockedWriter struct {

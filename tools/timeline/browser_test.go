@@ -122,6 +122,7 @@ func laneRank(l Lane) int {
 // of the recordings drawn (its anchor laid out by the browser) in its lane,
 // in time order; the screenshot must not be blank.
 func TestBrowser(t *testing.T) {
+	labtest.OneNode(t, "it draws synthetic recordings; nothing goes on the wire")
 	bin := chromium(t)
 	dir := t.TempDir()
 	files := writeSynthetic(t, dir)
@@ -139,9 +140,12 @@ func TestBrowser(t *testing.T) {
 // checkInBrowser opens page, drawn from m, in the browser: every lane of m
 // must be drawn in its place from left to right under its title, every item
 // of m in its lane in time order (a packet's arrow ending in its receiver's
-// lane), and a screenshot of it must not be blank.
+// lane), and a screenshot of it must not be blank. One run of the browser
+// gives both the DOM and the screenshot: under the lab's emulation each
+// start of Chromium costs tens of seconds.
 func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
-	dom := string(runChromium(t, bin, page, "--dump-dom"))
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	dom := string(runChromium(t, bin, page, "--dump-dom", "--screenshot="+browserPath(shot), "--hide-scrollbars"))
 	if !strings.Contains(dom, `data-drawn="`+strconv.Itoa(len(m.Items))+`"`) {
 		i := strings.Index(dom, "<body")
 		t.Errorf("the page's script did not report %d items drawn with a size: %.200s", len(m.Items), dom[max(i, 0):])
@@ -199,8 +203,6 @@ func checkInBrowser(t *testing.T, bin browser, page string, m *Model) {
 		t.Errorf("the DOM shows %d packets and %d calls/events, the recordings have %d and %d", packets, calls, m.Packets, m.Calls)
 	}
 
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, bin, page, "--screenshot="+browserPath(shot), "--hide-scrollbars")
 	checkNotBlank(t, shot)
 }
 

@@ -57,10 +57,13 @@ func traceCTool(t *testing.T, comm string, server, client func(ctx context.Conte
 	}
 
 	run := cToolRun{out: sout.String() + "--- client\n" + string(cout)}
-	rctx, rcancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer rcancel()
+	// Both programs have exited, so every record of theirs is in the ring
+	// (a process's last calls, closing its files, end before its parent
+	// sees it exit): read until the ring has been empty for a second.
 	for {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
 		rec, err := tr.ReadRecord(rctx)
+		rcancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			break
 		}
@@ -112,6 +115,7 @@ func saveGolden(t *testing.T, name string, run cToolRun) {
 // rung must be those the programs print.
 func TestLabPingpong(t *testing.T) {
 	env := labtest.Require(t)
+	labtest.OneNode(t, "server and client on this node's address")
 	for i, tc := range []struct {
 		prog string
 		args []string
@@ -141,6 +145,7 @@ func TestLabPingpong(t *testing.T) {
 // those CONNECT and ACCEPT carry.
 func TestLabRpingDecoded(t *testing.T) {
 	env := labtest.Require(t)
+	labtest.OneNode(t, "server and client on this node's address")
 	port := fmt.Sprint(20000 + os.Getpid()%20000)
 	run := traceCTool(t, "rping",
 		func(ctx context.Context) *exec.Cmd {

@@ -78,6 +78,7 @@ func fieldVal(fs []Field, k string) any {
 // write() commands (rdma-core's rping uses the ioctl methods for those).
 func TestLabRdmago(t *testing.T) {
 	env := labtest.Require(t)
+	labtest.OneNode(t, "listener and dialer in this process")
 	pid := uint32(os.Getpid())
 	tr := openTracer(t, Options{PID: os.Getpid()})
 	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs)}

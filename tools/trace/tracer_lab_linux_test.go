@@ -248,6 +248,7 @@ func hostCmd(ctx context.Context, name string, args ...string) *exec.Cmd {
 // data-path hits on the very QPs rping connected.
 func TestLabRping(t *testing.T) {
 	env := labtest.Require(t)
+	labtest.OneNode(t, "server and client on this node's address")
 	if _, err := os.Stat("/host/usr/bin/rping"); err != nil {
 		t.Fatalf("rping is not in the host root (apt-get install rdmacm-utils): %v", err)
 	}

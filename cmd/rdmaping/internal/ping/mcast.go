@@ -38,7 +38,8 @@ type McastConfig struct {
 }
 
 // Mcast is mckey's traffic on a UD QP in RTS whose group the caller joined
-// through rdma_cm: the receiver's QP is attached to the group; the sender
+// through rdma_cm: the receiver posts its receives (PostReceives), then the
+// caller attaches its QP to the group and calls Receive; the sender
 // sends Count SEND_WITH_IMM datagrams of Size bytes to the group's QPN
 // 0xffffff with its QP number as the immediate, as mckey does. rdmaping's
 // datagrams carry a magic and a sequence number, so a receiver checks
@@ -49,6 +50,8 @@ type Mcast struct {
 	cq   *uverbs.CQ
 	buf  Buf
 	slot int
+	// posted is set once PostReceives has posted the receives.
+	posted bool
 }
 
 // NewMcast registers Count slots of Size bytes plus the GRH with regMR;
@@ -105,15 +108,30 @@ func (m *Mcast) Send(ctx context.Context, ah *uverbs.AH, qpn, qkey uint32) error
 	return nil
 }
 
-// Receive posts a receive per datagram and waits for them, each within
+// PostReceives posts a receive per datagram. A receiver calls it before it
+// attaches the QP to the group, as mckey posts its receives before it
+// joins: a datagram that reached the QP before its receive would be
+// dropped (UD has no RNR retry).
+func (m *Mcast) PostReceives() error {
+	if m.posted {
+		return errors.New("mcast: receives already posted")
+	}
+	for i := range m.cfg.Count {
+		if err := m.qp.PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{m.buf.MR.SGE(i*m.slot, m.slot)}}); err != nil {
+			return fmt.Errorf("post receive %d of %d: %w", i, m.cfg.Count, err)
+		}
+	}
+	m.posted = true
+	return nil
+}
+
+// Receive waits for the datagrams PostReceives made room for, each within
 // 20 s of the last. The immediate must be the sender's QPN (mckey's and
 // rdmaping's); the data is checked in full when the sender is rdmaping.
 func (m *Mcast) Receive(ctx context.Context) error {
 	count, size := m.cfg.Count, m.cfg.Size
-	for i := range count {
-		if err := m.qp.PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{m.buf.MR.SGE(i*m.slot, m.slot)}}); err != nil {
-			return err
-		}
+	if !m.posted {
+		return errors.New("mcast: Receive before PostReceives: post the receives before attaching the QP to the group")
 	}
 	fmt.Fprintln(m.cfg.Out, "receiving data transfers")
 	want := make([]byte, size)

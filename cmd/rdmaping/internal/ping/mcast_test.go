@@ -3,6 +3,7 @@
 package ping
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -62,5 +63,14 @@ func TestMcastCheck(t *testing.T) {
 				t.Errorf("%q, %v; want an error with %q", who, err, tc.err)
 			}
 		})
+	}
+}
+
+// TestMcastReceiveNeedsPosts: Receive refuses to wait for datagrams it has
+// posted no receives for (the receives go first, before the attach).
+func TestMcastReceiveNeedsPosts(t *testing.T) {
+	m := &Mcast{cfg: McastConfig{Count: 2, Size: 64}, slot: 64 + GRHSize}
+	if err := m.Receive(context.Background()); err == nil || !strings.Contains(err.Error(), "before PostReceives") {
+		t.Errorf("Receive without PostReceives: %v; want an error saying to post first", err)
 	}
 }
