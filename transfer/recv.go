@@ -296,6 +296,11 @@ func (rc *recvConn) run(ctx context.Context) error {
 		return err
 	}
 	rc.handshakeOver()
+	if p, ok := rc.c.t.(WritePreparer); ok {
+		if err := p.PrepareWrites(rc.slots); err != nil {
+			return &Error{Code: CodeInternal, Text: fmt.Sprintf("cannot take a window of %d slots: %v", rc.slots, err)}
+		}
+	}
 	for {
 		m, _, err := rc.c.recv(ctx)
 		if err != nil {
