@@ -39,5 +39,5 @@ func SetHashChunkHook(f func()) { hashChunkHook = f }
 func Handshakes(r *Receiver) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.nhand
+	return len(r.hands)
 }
