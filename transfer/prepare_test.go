@@ -71,6 +71,21 @@ func (p *preparing) PrepareWrites(n int) error {
 
 var _ transfer.WritePreparer = (*preparing)(nil)
 
+// servePreparing serves one end of a Pipe with r, through a preparing
+// whose PrepareWrites fails with fail; it returns the other end, the
+// preparing and the channel that gets ServeConn's error.
+func servePreparing(ctx context.Context, r *transfer.Receiver, fail error) (*transfertest.Transport, *preparing, <-chan error) {
+	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	p := &preparing{Transport: rt, fail: fail}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.ServeConn(ctx, p)
+		rt.Close()
+		done <- err
+	}()
+	return st, p, done
+}
+
 // The receiver asks its transport to prepare for writes (transfer/rdma then
 // posts the receives writes consume, and registers their buffers) once the
 // sender authenticated, and before it offers any window: once per
@@ -94,14 +109,7 @@ func TestPrepareWritesAfterAuth(t *testing.T) {
 	} {
 		r := &transfer.Receiver{Dir: t.TempDir(), PSK: c.rpsk, Slots: c.slots, SlotSize: 4096, IdleTimeout: 5 * time.Second}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-		p := &preparing{Transport: rt}
-		done := make(chan error, 1)
-		go func() {
-			_, err := r.ServeConn(ctx, p)
-			rt.Close()
-			done <- err
-		}()
+		st, p, done := servePreparing(ctx, r, nil)
 		rep, err := (&transfer.Sender{PSK: c.spsk, Slots: c.askSlots}).Send(ctx, st, items)
 		st.Close()
 		if rerr := <-done; err != nil || rerr != nil || !rep.OK(2) {
@@ -157,14 +165,7 @@ func TestPrepareWritesNeverBeforeAuth(t *testing.T) {
 	} {
 		r := &transfer.Receiver{Dir: t.TempDir(), PSK: key, HandshakeTimeout: 300 * time.Millisecond, IdleTimeout: time.Minute}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-		p := &preparing{Transport: rt}
-		done := make(chan error, 1)
-		go func() {
-			_, err := r.ServeConn(ctx, p)
-			rt.Close()
-			done <- err
-		}()
+		st, p, done := servePreparing(ctx, r, nil)
 		c.peer(ctx, st)
 		rerr := <-done
 		st.Close()
@@ -182,14 +183,7 @@ func TestPrepareWritesNeverBeforeAuth(t *testing.T) {
 	r := &transfer.Receiver{Dir: t.TempDir(), PSK: key, IdleTimeout: 5 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
-	p := &preparing{Transport: rt, fail: errors.New("register 16 receive buffers: cannot allocate memory")}
-	done := make(chan error, 1)
-	go func() {
-		_, err := r.ServeConn(ctx, p)
-		rt.Close()
-		done <- err
-	}()
+	st, p, done := servePreparing(ctx, r, errors.New("register 16 receive buffers: cannot allocate memory"))
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("some data")})
 	_, serr := (&transfer.Sender{PSK: key}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
 	st.Close()
