@@ -127,6 +127,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	r.MaxHandshakes = 1
 	r.IdleTimeout = time.Hour
 	r.HandshakeTimeout = time.Hour
+	r.HandshakeGrace = -1 // the silent peer keeps its place (see TestSilentHandshakesEvicted)
 	ln := transfertest.NewListener()
 	defer ln.Close()
 	go r.Serve(ctx, ln, nil)

@@ -39,7 +39,7 @@ func SetHashChunkHook(f func()) { hashChunkHook = f }
 func Handshakes(r *Receiver) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.nhand
+	return len(r.hands)
 }
 
 // CRC32CCombine is crc32cCombine.

@@ -172,6 +172,7 @@ func TestHandshakeCap(t *testing.T) {
 	r.MaxHandshakes = 2
 	r.IdleTimeout = time.Hour
 	r.HandshakeTimeout = time.Hour
+	r.HandshakeGrace = -1 // silent peers keep their places (see TestSilentHandshakesEvicted)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ln := transfertest.NewListener()

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +27,11 @@ const (
 	// DefaultHandshakeTimeout bounds HELLO (and AUTH) from a new
 	// connection's start.
 	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultHandshakeGrace is how long a connection in its handshake may
+	// stay silent before a new connection can take its place when
+	// MaxHandshakes are under way (Receiver.HandshakeGrace). An honest
+	// handshake takes a few round trips: milliseconds.
+	DefaultHandshakeGrace = time.Second
 	// ReportFiles is how many results a ConnReport keeps: the first ones,
 	// then failures only; the rest are counted (and given to OnFile).
 	ReportFiles = 64
@@ -71,14 +78,22 @@ type Receiver struct {
 	// MaxHandshakes limits the connections that have not finished HELLO
 	// (and AUTH) yet, a share of MaxConns of their own (default a quarter
 	// of MaxConns, at least 1): silent peers cannot use up MaxConns. A
-	// connection beyond it is refused at once with CodeHandshakeBusy,
-	// which honest senders take as "connect again shortly"
-	// (Sender.DialSend).
+	// connection beyond it takes the place of the oldest one that has sent
+	// nothing (or nothing since its HELLO) for longer than HandshakeGrace,
+	// which is ended with CodeHandshakeBusy; when there is none it is
+	// refused at once with CodeHandshakeBusy. Honest senders take that as
+	// "connect again shortly" (Sender.DialSend).
 	MaxHandshakes int
 	// HandshakeTimeout ends a connection that has not finished HELLO (and,
 	// with a PSK, AUTH) that long after it started (default
 	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
+	// HandshakeGrace is how long a connection in its handshake may stay
+	// silent and keep its place against a new connection (see
+	// MaxHandshakes; default DefaultHandshakeGrace; negative: always,
+	// until HandshakeTimeout). Silent peers that connect again then hold
+	// the handshake places for a grace each, not for HandshakeTimeout.
+	HandshakeGrace time.Duration
 	// IdleTimeout ends a connection that sends nothing for that long.
 	IdleTimeout time.Duration
 	// Verify is the receiver's verification policy (zero: VerifyCRC32C),
@@ -91,7 +106,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	busy  map[string]bool
 	nconn int
-	nhand int // connections in their handshake
+	hands []*handshaking // connections in their handshake, oldest first
 
 	// writeFault, for tests, runs before each write into a partial file; an
 	// error it returns is the write's.
@@ -164,6 +179,12 @@ func (r *Receiver) maxConns() int { return defInt(r.MaxConns, DefaultMaxConns) }
 func (r *Receiver) maxHandshakes() int {
 	return defInt(r.MaxHandshakes, max(1, r.maxConns()/4))
 }
+func (r *Receiver) handshakeGrace() time.Duration {
+	if r.HandshakeGrace != 0 {
+		return r.HandshakeGrace
+	}
+	return DefaultHandshakeGrace
+}
 func (r *Receiver) handshakeTimeout() time.Duration {
 	if r.HandshakeTimeout > 0 {
 		return r.HandshakeTimeout
@@ -229,15 +250,30 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 	start := time.Now()
 	defer func() { rc.rep.Duration = time.Since(start) }()
 	// Admit the connection, or refuse it without counting it: a refused
-	// sender that connects again never finds its own refusal counted.
+	// sender that connects again never finds its own refusal counted. At
+	// the handshake cap, take the place of a handshake silent too long.
+	now := time.Now()
 	r.mu.Lock()
 	full := r.nconn >= r.maxConns()
-	handshakes := !full && r.nhand >= r.maxHandshakes()
+	var evict *handshaking
+	if !full && len(r.hands) >= r.maxHandshakes() {
+		if evict = r.silentHandshake(now); evict != nil {
+			r.hands = slices.DeleteFunc(r.hands, func(h *handshaking) bool { return h == evict })
+		}
+	}
+	handshakes := !full && len(r.hands) >= r.maxHandshakes()
 	if !full && !handshakes {
 		r.nconn++
-		r.nhand++
+		hctx, cancel := context.WithCancelCause(ctx)
+		rc.hand = &handshaking{ctx: hctx, cancel: cancel}
+		rc.hand.last.Store(now.UnixNano())
+		r.hands = append(r.hands, rc.hand)
 	}
 	r.mu.Unlock()
+	if evict != nil {
+		silent := now.Sub(time.Unix(0, evict.last.Load())).Round(time.Millisecond)
+		evict.cancel(&Error{Code: CodeHandshakeBusy, Text: fmt.Sprintf("this connection's handshake sent nothing for %v while another connection waited for a place: connect again", silent)})
+	}
 	switch {
 	case full:
 		return rc.rep, rc.c.fail(ctx, &Error{Code: CodeBusy, Text: fmt.Sprintf("the receiver already serves %d senders: try again later", r.maxConns())})
@@ -249,7 +285,6 @@ func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, err
 		r.nconn--
 		r.mu.Unlock()
 	}()
-	rc.handing = true
 	defer rc.handshakeOver()
 	err := rc.c.explain(ctx, rc.run(ctx))
 	return rc.rep, rc.c.fail(ctx, err)
@@ -273,19 +308,46 @@ type recvConn struct {
 	chunkOf []uint64
 	crcs    []uint32
 	tries   []uint8
-	handing bool   // counted in Receiver.nhand
 	umask   uint32 // the process's, when the connection started
+
+	hand *handshaking // in Receiver.hands until the handshake is over
 }
 
-// handshakeOver takes the connection out of Receiver.nhand (once).
+// handshaking is a connection in its handshake (Receiver.hands): its
+// handshake runs within ctx, which a newer connection that takes its place
+// cancels with the ERROR to send as cause.
+type handshaking struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	last   atomic.Int64 // when it started or its HELLO came (UnixNano)
+}
+
+// silentHandshake is the oldest connection in r.hands silent for longer
+// than HandshakeGrace at now, or nil. r.mu is held.
+func (r *Receiver) silentHandshake(now time.Time) *handshaking {
+	grace := r.handshakeGrace()
+	if grace < 0 {
+		return nil
+	}
+	for _, h := range r.hands {
+		if now.Sub(time.Unix(0, h.last.Load())) > grace {
+			return h
+		}
+	}
+	return nil
+}
+
+// handshakeOver takes the connection out of Receiver.hands (once).
 func (rc *recvConn) handshakeOver() {
-	if !rc.handing {
+	h := rc.hand
+	if h == nil {
 		return
 	}
-	rc.handing = false
+	rc.hand = nil
 	rc.r.mu.Lock()
-	rc.r.nhand--
+	rc.r.hands = slices.DeleteFunc(rc.r.hands, func(x *handshaking) bool { return x == h })
 	rc.r.mu.Unlock()
+	h.cancel(nil)
 }
 
 func (rc *recvConn) run(ctx context.Context) error {
@@ -299,11 +361,15 @@ func (rc *recvConn) run(ctx context.Context) error {
 	rc.umask = umask()
 	// HELLO (and AUTH) within the handshake timeout, whatever the idle
 	// timeout: an unauthenticated peer holds a slot only that long.
-	hctx, cancel := context.WithTimeout(ctx, rc.r.handshakeTimeout())
+	hctx, cancel := context.WithTimeout(rc.hand.ctx, rc.r.handshakeTimeout())
 	err = rc.handshake(hctx)
 	late := ctx.Err() == nil && hctx.Err() != nil
 	cancel()
 	if err != nil {
+		var evicted *Error
+		if ctx.Err() == nil && errors.As(context.Cause(rc.hand.ctx), &evicted) {
+			return evicted
+		}
 		if late {
 			what := "HELLO"
 			if rc.r.PSK != nil {
@@ -314,6 +380,11 @@ func (rc *recvConn) run(ctx context.Context) error {
 		return err
 	}
 	rc.handshakeOver()
+	if p, ok := rc.c.t.(WritePreparer); ok {
+		if err := p.PrepareWrites(rc.slots); err != nil {
+			return &Error{Code: CodeInternal, Text: fmt.Sprintf("cannot take a window of %d slots: %v", rc.slots, err)}
+		}
+	}
 	for {
 		m, _, err := rc.c.recv(ctx)
 		if err != nil {
@@ -337,6 +408,7 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rc.hand.last.Store(time.Now().UnixNano())
 	if hs.Role != RoleSender {
 		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
 	}

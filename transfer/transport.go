@@ -17,6 +17,10 @@ import "context"
 // the peer's Receive); the protocol guarantees it (credits bound the writes,
 // and no end sends more than ControlDepth messages without the peer reading).
 //
+// A transport that implements WritePreparer takes writes only after
+// PrepareWrites: until then at most ControlDepth messages, and no writes,
+// may be outstanding at it.
+//
 // A Transport is driven by one goroutine at a time.
 type Transport interface {
 	// Send sends one encoded control message of at most MaxMessageSize bytes.
@@ -44,6 +48,20 @@ type Transport interface {
 	// Close ends the connection and releases what it holds, including
 	// Regions not yet closed. It is idempotent.
 	Close() error
+}
+
+// WritePreparer is implemented by a Transport that holds back, until told,
+// the resources the peer's writes consume (transfer/rdma: the receives a
+// write with immediate takes, and their buffers), so that a connection whose
+// peer has not authenticated costs only what its handshake needs. The
+// Receiver calls PrepareWrites once the sender authenticated (after HELLO,
+// and AUTH with a pre-shared key), before any WINDOW, with the most slots a
+// window of the connection will have.
+type WritePreparer interface {
+	// PrepareWrites makes room for n writes outstanding from the peer (at
+	// most MaxSlots()). It may register memory; an error means it could
+	// not, and the connection cannot take a window of n slots.
+	PrepareWrites(n int) error
 }
 
 // ControlDepth is how many control messages each end can have outstanding

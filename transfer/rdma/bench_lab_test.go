@@ -19,7 +19,7 @@ import (
 // and compare with ib_write_bw in the same boot: absolute figures under
 // emulation mean nothing.
 
-func labPair(b *testing.B, port int, cfg Config) (s, r *Transport) {
+func labPair(b testing.TB, port int, cfg Config) (s, r *Transport) {
 	env := labtest.Require(b)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -56,6 +56,9 @@ func BenchmarkLabWriteImm(b *testing.B) {
 	const slots, slotSize = 16, 1 << 20
 	s, r := labPair(b, 18630, Config{MaxSlots: slots})
 	ctx := context.Background()
+	if err := r.PrepareWrites(slots); err != nil {
+		b.Fatal(err)
+	}
 	win, err := r.Register(slots*slotSize, true)
 	if err != nil {
 		b.Fatal(err)

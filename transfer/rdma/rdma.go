@@ -35,6 +35,8 @@ type Config struct {
 	// at its receiving end: the largest window, in slots, a receiver can
 	// offer over it. The receive queue holds MaxSlots+transfer.ControlDepth
 	// requests; the send queue as many plus room for control messages.
+	// Only transfer.ControlDepth receives (and their buffers) are posted
+	// when the connection is set up, the rest by Transport.PrepareWrites.
 	// Default DefaultMaxSlots.
 	MaxSlots int
 	// Logf, when set, is told every connection step (cm.Options.Logf).
@@ -105,6 +107,40 @@ const (
 // sendBufs is how many control messages can be in flight at once.
 const sendBufs = 2 * transfer.ControlDepth
 
+// handshakeSendBufs is how many an accepted connection has until
+// PrepareWrites: what a receiver sends before its peer authenticated
+// (HELLO, AUTH, an ERROR) needs no more.
+const handshakeSendBufs = 4
+
+// msgBufs is one registered block of control message buffers of
+// transfer.MaxMessageSize bytes each, numbered from first: a Transport
+// registers a block at setup and more in PrepareWrites.
+type msgBufs struct {
+	first int
+	buf   []byte
+	mr    *uverbs.MR
+}
+
+// bufAt finds buffer i among bs: its block and offset there.
+func bufAt(bs []msgBufs, i int) (*msgBufs, int) {
+	k := len(bs) - 1
+	for k > 0 && i < bs[k].first {
+		k--
+	}
+	return &bs[k], (i - bs[k].first) * transfer.MaxMessageSize
+}
+
+// addBufs registers a block of n more buffers numbered from first on c
+// (Conn.RegMR: Conn.Close deregisters it).
+func addBufs(c *cm.Conn, bs []msgBufs, first, n int, what string) ([]msgBufs, error) {
+	buf := make([]byte, n*transfer.MaxMessageSize)
+	mr, err := c.RegMR(buf, uverbs.AccessLocalWrite)
+	if err != nil {
+		return bs, fmt.Errorf("register %d %s buffers: %w", n, what, err)
+	}
+	return append(bs, msgBufs{first: first, buf: buf, mr: mr}), nil
+}
+
 // Transport is a transfer.Transport over one RC connection. Dial or
 // Listener.Accept make one; the caller must Close it, which disconnects
 // and destroys the connection's QP, CQs, memory regions and PD.
@@ -115,20 +151,23 @@ type Transport struct {
 	sendCQ   *uverbs.CQ
 	recvCQ   *uverbs.CQ
 	maxSlots int
+	accepted bool // by a Listener: handshakeSendBufs until PrepareWrites
 
-	// receive side
-	nrecv   int
-	recvBuf []byte
-	recvMR  *uverbs.MR
-	repost  int // index of the receive to post again, -1 none
-	rwc     [16]uverbs.WC
-	rpend   []uverbs.WC
+	// receive side: the QP holds nrecv receives, of which posted are
+	// posted (transfer.ControlDepth from setup, the rest from
+	// PrepareWrites), each with a buffer among recvBufs
+	nrecv    int
+	posted   int
+	recvBufs []msgBufs
+	repost   int // index of the receive to post again, -1 none
+	rwc      [16]uverbs.WC
+	rpend    []uverbs.WC
 
-	// send side
+	// send side: nsend buffers among sendBufs, the free ones in free
 	sendDepth   int
 	outstanding int
-	sendBuf     []byte
-	sendMR      *uverbs.MR
+	nsend       int
+	sendBufs    []msgBufs
 	free        []int
 	swc         [16]uverbs.WC
 	err         error // the first failed send completion (sticky)
@@ -144,8 +183,8 @@ type Transport struct {
 	closeErr error
 }
 
-func newTransport(cfg Config) *Transport {
-	t := &Transport{cfg: cfg, maxSlots: cfg.maxSlots(), repost: -1, regions: map[*region]struct{}{}}
+func newTransport(cfg Config, accepted bool) *Transport {
+	t := &Transport{cfg: cfg, maxSlots: cfg.maxSlots(), accepted: accepted, repost: -1, regions: map[*region]struct{}{}}
 	t.nrecv = t.maxSlots + transfer.ControlDepth
 	t.sendDepth = t.maxSlots + sendBufs
 	return t
@@ -164,39 +203,101 @@ func (t *Transport) options() *cm.Options {
 }
 
 // setup runs with the QP in INIT, before the connection is established:
-// register the control buffers and post every receive, so nothing the peer
-// sends first meets an empty receive queue.
+// register the control buffers and post the receives control messages
+// need (transfer.ControlDepth), so nothing the peer sends first meets an
+// empty receive queue. The receives the peer's writes consume wait for
+// PrepareWrites: a connection whose peer has not authenticated holds
+// memory for its handshake only.
 func (t *Transport) setup(c *cm.Conn) error {
 	capa := c.QP().Cap()
 	if capa.MaxRecvWR < t.nrecv || capa.MaxSendWR < t.sendDepth {
 		return fmt.Errorf("queue pair has %d receive and %d send requests, need %d and %d: lower the queue depth", capa.MaxRecvWR, capa.MaxSendWR, t.nrecv, t.sendDepth)
 	}
-	t.recvBuf = make([]byte, t.nrecv*transfer.MaxMessageSize)
-	mr, err := c.RegMR(t.recvBuf, uverbs.AccessLocalWrite)
-	if err != nil {
-		return fmt.Errorf("register receive buffers: %w", err)
-	}
-	t.recvMR = mr
-	t.sendBuf = make([]byte, sendBufs*transfer.MaxMessageSize)
-	if t.sendMR, err = c.RegMR(t.sendBuf, uverbs.AccessLocalWrite); err != nil {
-		return fmt.Errorf("register send buffers: %w", err)
-	}
 	t.free = make([]int, 0, sendBufs)
-	for i := range sendBufs {
+	nsend := sendBufs
+	if t.accepted {
+		nsend = handshakeSendBufs
+	}
+	if err := t.addSend(c, nsend); err != nil {
+		return err
+	}
+	return t.addRecv(c, transfer.ControlDepth)
+}
+
+// addSend registers n more send buffers and frees them for Send.
+func (t *Transport) addSend(c *cm.Conn, n int) error {
+	bs, err := addBufs(c, t.sendBufs, t.nsend, n, "send")
+	if err != nil {
+		return err
+	}
+	t.sendBufs = bs
+	for i := t.nsend; i < t.nsend+n; i++ {
 		t.free = append(t.free, i)
 	}
-	for i := range t.nrecv {
-		if err := t.postRecv(c.QP(), i); err != nil {
+	t.nsend += n
+	return nil
+}
+
+// addRecv registers and posts n more receives.
+func (t *Transport) addRecv(c *cm.Conn, n int) error {
+	bs, err := addBufs(c, t.recvBufs, t.posted, n, "receive")
+	if err != nil {
+		return err
+	}
+	t.recvBufs = bs
+	for range n {
+		if err := t.postRecv(c.QP(), t.posted); err != nil {
 			return err
 		}
+		t.posted++
 	}
 	return nil
 }
 
 func (t *Transport) postRecv(qp *uverbs.QP, i int) error {
-	t.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{t.recvMR.SGE(i*transfer.MaxMessageSize, transfer.MaxMessageSize)}}
+	b, off := bufAt(t.recvBufs, i)
+	t.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{b.mr.SGE(off, transfer.MaxMessageSize)}}
 	if err := qp.PostRecv(t.rwr[:]...); err != nil {
 		return fmt.Errorf("post receive: %w", err)
+	}
+	return nil
+}
+
+// bufBytes is how many bytes of receive and send buffers t has registered.
+func (t *Transport) bufBytes() (recv, send int) {
+	for _, b := range t.recvBufs {
+		recv += len(b.buf)
+	}
+	for _, b := range t.sendBufs {
+		send += len(b.buf)
+	}
+	return recv, send
+}
+
+// PrepareWrites implements transfer.WritePreparer: a receiver calls it once
+// its peer authenticated, before it offers a window of n slots. It
+// registers and posts the receives n writes consume (up to MaxSlots; the
+// transport has only transfer.ControlDepth until then), and gives an
+// accepted connection the rest of its send buffers. Calling it again with
+// a larger n adds the difference; with a smaller one it does nothing. Like
+// the other methods it must not run concurrently with them; Close frees
+// what it registered.
+func (t *Transport) PrepareWrites(n int) error {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return fmt.Errorf("prepare for writes: %w", transfer.ErrTransportClosed)
+	}
+	if t.nsend < sendBufs {
+		if err := t.addSend(t.conn, sendBufs-t.nsend); err != nil {
+			return fmt.Errorf("prepare for writes: %w", err)
+		}
+	}
+	if more := transfer.ControlDepth + min(n, t.maxSlots) - t.posted; more > 0 {
+		if err := t.addRecv(t.conn, more); err != nil {
+			return fmt.Errorf("prepare for %d writes: %w", n, err)
+		}
 	}
 	return nil
 }
@@ -209,12 +310,14 @@ func (t *Transport) start(c *cm.Conn) {
 
 // Dial connects to a receiver at addr ("host:port"; the port defaults to
 // DefaultPort): rdma_resolve_addr, rdma_resolve_route, rdma_connect through
-// cm.Dial, with every receive posted before the connection is up. It fails with cm's errors (cm.ErrNoListener, ...,
-// uverbs.ErrNoDevice) as they come; see DialRetry to wait for a receiver
-// that is starting. The caller must Close the Transport.
+// cm.Dial, with the control messages' receives posted before the
+// connection is up (a sender needs no more; see PrepareWrites). It fails
+// with cm's errors (cm.ErrNoListener, ..., uverbs.ErrNoDevice) as they
+// come; see DialRetry to wait for a receiver that is starting. The caller
+// must Close the Transport.
 func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 	addr = WithDefaultPort(addr)
-	t := newTransport(cfg)
+	t := newTransport(cfg, false)
 	c, err := cm.Dial(ctx, addr, t.options())
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
@@ -365,7 +468,7 @@ func (l *Listener) loop() {
 // the connection to Accept.
 func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
 	defer l.wg.Done()
-	t := newTransport(l.cfg)
+	t := newTransport(l.cfg, true)
 	c, err := req.Accept(ctx, t.options())
 	late := ctx.Err() == context.DeadlineExceeded
 	l.mu.Lock()
@@ -454,9 +557,9 @@ func (t *Transport) Send(ctx context.Context, msg []byte) error {
 	}
 	i := t.free[len(t.free)-1]
 	t.free = t.free[:len(t.free)-1]
-	off := i * transfer.MaxMessageSize
-	copy(t.sendBuf[off:], msg)
-	t.sge[0] = t.sendMR.SGE(off, len(msg))
+	b, off := bufAt(t.sendBufs, i)
+	copy(b.buf[off:], msg)
+	t.sge[0] = b.mr.SGE(off, len(msg))
 	t.wr[0] = uverbs.SendWR{ID: wrCtl | uint64(i), Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: t.sge[:]}
 	return t.post("send")
 }
@@ -640,8 +743,8 @@ func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
 			case uverbs.WCRecvRDMAWithImm:
 				return transfer.Arrival{Write: true, Imm: wc.Imm, Len: int(wc.ByteLen)}, nil
 			case uverbs.WCRecv:
-				off := i * transfer.MaxMessageSize
-				return transfer.Arrival{Msg: t.recvBuf[off : off+int(wc.ByteLen)]}, nil
+				b, off := bufAt(t.recvBufs, i)
+				return transfer.Arrival{Msg: b.buf[off : off+int(wc.ByteLen)]}, nil
 			}
 			return transfer.Arrival{}, fmt.Errorf("receive: unexpected completion %v", wc.Opcode)
 		}
