@@ -156,6 +156,25 @@ func (l *Link) Await(ctx context.Context, op uverbs.WCOpcode, skip func(uverbs.W
 	}
 }
 
+// AwaitLast is Await for the completion of this side's last message of an
+// exchange whose peer disconnects once it has that message (rdma_client
+// after the server's answer; rdmaping's client after the last echo or
+// acknowledgement, its server after the last read's acknowledgement). The
+// peer's disconnect during the wait, whether the wait then ends empty or
+// with the message's send flushed, ends the exchange as the peer meant it
+// to, and is logged: the disconnect can overtake the acknowledgement's
+// completion (Linux 6.12's rxe completes sends from a work queue, and cm
+// moves the QP to the error state on the disconnect, flushing a send the
+// peer did receive). Every other failure is returned as Await's.
+func (l *Link) AwaitLast(ctx context.Context, op uverbs.WCOpcode) error {
+	_, err := l.Await(ctx, op, nil)
+	if errors.Is(err, ErrDisconnected) {
+		l.logf("rdma_cm: the peer disconnected before the last message's completion came: it disconnects once it has the message")
+		return nil
+	}
+	return err
+}
+
 // Buf is registered memory.
 type Buf struct {
 	B  []byte
