@@ -160,24 +160,11 @@ func (d *Demo) postCtx(ctx context.Context, wr uverbs.SendWR, op uverbs.WCOpcode
 	if err := d.l.QP.PostSend(wr); err != nil {
 		return uverbs.WC{}, err
 	}
-	return d.l.Await(ctx, op, nil)
-}
-
-// sendLast sends b, this side's last message, after which the peer
-// disconnects (see Link.AwaitLast).
-func (d *Demo) sendLast(ctx context.Context, b []byte) error {
-	copy(d.ctrlOut.B, b)
-	return d.postLast(ctx, uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, SGL: d.ctrlOut.SGE(len(b))})
-}
-
-// postLast posts wr, this side's last message (a send), and waits for it
-// with Link.AwaitLast.
-func (d *Demo) postLast(ctx context.Context, wr uverbs.SendWR) error {
-	wr.Flags |= uverbs.SendSignaled
-	if err := d.l.QP.PostSend(wr); err != nil {
-		return err
+	if op == uverbs.WCSend || op == uverbs.WCRDMAWrite {
+		// The peer's answer, awaited next, says whether it arrived.
+		return d.l.AwaitSent(ctx, op)
 	}
-	return d.l.AwaitLast(ctx, uverbs.WCSend)
+	return d.l.Await(ctx, op, nil)
 }
 
 func seq(i int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(i)) }
@@ -224,12 +211,7 @@ func (d *Demo) Server(ctx context.Context) error {
 				}
 				wr.Opcode, wr.Imm = uverbs.WRSendWithImm, uint32(i)
 			}
-			if i == c.Count-1 {
-				err = d.postLast(ctx, wr)
-			} else {
-				_, err = d.postCtx(ctx, wr, uverbs.WCSend)
-			}
-			if err != nil {
+			if _, err := d.postCtx(ctx, wr, uverbs.WCSend); err != nil {
 				return err
 			}
 			l.debugf("iteration %d: echoed %d bytes", i, c.Size)
@@ -255,11 +237,7 @@ func (d *Demo) Server(ctx context.Context) error {
 			if err := expect(d.in.B, i, "written data"); err != nil {
 				return err
 			}
-			send := d.sendCtrl
-			if i == c.Count-1 {
-				send = d.sendLast
-			}
-			if err := send(ctx, seq(i)); err != nil {
+			if err := d.sendCtrl(ctx, seq(i)); err != nil {
 				return err
 			}
 			l.debugf("iteration %d: %d bytes written by the client checked", i, c.Size)
@@ -290,7 +268,7 @@ func (d *Demo) Server(ctx context.Context) error {
 		if v := binary.NativeEndian.Uint64(d.out.B); v != swapMarker {
 			return fmt.Errorf("counter is %#x after the client's compare-and-swap, want %#x", v, uint64(swapMarker))
 		}
-		if err := d.sendLast(ctx, seq(c.Count)); err != nil {
+		if err := d.sendCtrl(ctx, seq(c.Count)); err != nil {
 			return err
 		}
 	}
@@ -375,11 +353,7 @@ func (d *Demo) Client(ctx context.Context) error {
 			if err := expect(d.in.B, i, "read data"); err != nil {
 				return err
 			}
-			send := d.sendCtrl
-			if i == c.Count-1 {
-				send = d.sendLast
-			}
-			if err := send(ctx, seq(i)); err != nil {
+			if err := d.sendCtrl(ctx, seq(i)); err != nil {
 				return err
 			}
 			l.debugf("iteration %d: read %d bytes from %#x", i, c.Size, info.Buf)

@@ -55,3 +55,44 @@ func TestCSAnswered(t *testing.T) {
 		})
 	}
 }
+
+// TestAwaitSentThenAnswer: the client's side of the same race. The server
+// answers and disconnects before the client saw its own message's
+// completion, which the disconnect flushes: the answer, there already,
+// proves the message arrived (the lab saw rdmaping -c --mode rdmacs fail
+// with "rdma_get_send_comp: peer disconnected" after the server had
+// answered). Without an answer the wait for it fails.
+func TestAwaitSentThenAnswer(t *testing.T) {
+	answer := uverbs.WC{WRID: 1, Opcode: uverbs.WCRecv, ByteLen: MsgCS}
+	sendFlush := uverbs.WC{WRID: 2, Status: uverbs.WCWRFlushErr}
+	recvFlush := uverbs.WC{WRID: 1, Status: uverbs.WCWRFlushErr}
+	disconnected := make(chan struct{})
+	close(disconnected)
+	gone := errors.New("the connection ended")
+	for _, tc := range []struct {
+		name    string
+		batches [][]uverbs.WC
+		answer  bool
+	}{
+		{"answer, then the send flushed", [][]uverbs.WC{{answer, sendFlush}}, true},
+		{"send flushed, then the answer", [][]uverbs.WC{{sendFlush, answer}}, true},
+		{"send flushed, no answer", [][]uverbs.WC{{sendFlush, recvFlush}}, false},
+		{"send flushed, nothing more", [][]uverbs.WC{{sendFlush}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Link{Wait: fakeWait(tc.batches, gone), Done: disconnected, Err: func() error { return gone }}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := l.AwaitSent(ctx, uverbs.WCSend); err != nil {
+				t.Fatalf("AwaitSent: %v, want the answer to decide", err)
+			}
+			wc, err := l.Await(ctx, uverbs.WCRecv, nil)
+			switch {
+			case tc.answer && (err != nil || wc.ByteLen != MsgCS):
+				t.Fatalf("the answer: %+v, %v; want it", wc, err)
+			case !tc.answer && !errors.Is(err, ErrDisconnected):
+				t.Fatalf("the answer: %+v, %v; want ErrDisconnected", wc, err)
+			}
+		})
+	}
+}
