@@ -160,6 +160,10 @@ func (d *Demo) postCtx(ctx context.Context, wr uverbs.SendWR, op uverbs.WCOpcode
 	if err := d.l.QP.PostSend(wr); err != nil {
 		return uverbs.WC{}, err
 	}
+	if op == uverbs.WCSend || op == uverbs.WCRDMAWrite {
+		// The peer's answer, awaited next, says whether it arrived.
+		return d.l.AwaitSent(ctx, op)
+	}
 	return d.l.Await(ctx, op, nil)
 }
 

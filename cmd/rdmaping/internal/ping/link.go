@@ -156,6 +156,26 @@ func (l *Link) Await(ctx context.Context, op uverbs.WCOpcode, skip func(uverbs.W
 	}
 }
 
+// AwaitSent is Await for the completion of a message this side sent (a
+// SEND or an RDMA WRITE) in an exchange where the peer answers each
+// message or, after the last, disconnects. The peer's disconnect during
+// the wait, whether the wait then ends empty or with the message flushed,
+// does not fail it: the peer either had the message (and answered it, or
+// it was the last) or the next wait, for its answer, fails. For the
+// disconnect can overtake the acknowledgement's completion: Linux 6.12's
+// rxe completes sends from a work queue, and cm moves the QP to the error
+// state on the disconnect, flushing a send the peer did receive (C
+// programs that never look at the disconnect get the send's success).
+// Every other failure is returned as Await's.
+func (l *Link) AwaitSent(ctx context.Context, op uverbs.WCOpcode) (uverbs.WC, error) {
+	wc, err := l.Await(ctx, op, nil)
+	if errors.Is(err, ErrDisconnected) {
+		l.logf("rdma_cm: the peer disconnected before the completion of this side's %v: its answer (or the exchange's end) says whether it arrived", op)
+		return wc, nil
+	}
+	return wc, err
+}
+
 // Buf is registered memory.
 type Buf struct {
 	B  []byte
