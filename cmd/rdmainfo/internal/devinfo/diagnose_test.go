@@ -195,6 +195,19 @@ func TestDiagnoseProblems(t *testing.T) {
 		{"small netdev MTU", func(t *testing.T, s *System, root string) {
 			writeFile(t, root, "sys/class/net/v0/mtu", "1000\n")
 		}, map[string]want{"mtu/rxe0/1": {Warn, "mtu 1500"}}},
+		// rdma_cm takes 96 bytes of RoCE headers off the netdev MTU and
+		// refuses a route below 256 (RoCERouteMTU), while rxe takes 80 and
+		// reports 256 anyway: 300–351 looks fine to the port and fails.
+		{"netdev MTU 300, the device reports 256", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "300\n")
+			s.Verbs = fixedVerbs{VerbsInfo{Ports: []PortAttr{{Port: 1, State: 4, MaxMTU: 5, ActiveMTU: 1}}}}
+		}, map[string]want{"mtu/rxe0/1": {Fail, "ip link set v0 mtu 1500"}}},
+		{"netdev MTU 351", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "351\n")
+		}, map[string]want{"mtu/rxe0/1": {Fail, "ip link set v0 mtu 1500"}}},
+		{"netdev MTU 352", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "352\n")
+		}, map[string]want{"mtu/rxe0/1": {Warn, "ip link set v0 mtu 1500"}}},
 		{"no netlink", func(t *testing.T, s *System, root string) {
 			s.NL, s.NLErr = nil, errTest
 		}, map[string]want{"netlink": {Warn, "NETLINK_RDMA"}}},

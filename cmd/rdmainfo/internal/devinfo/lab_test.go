@@ -15,11 +15,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
@@ -641,5 +643,109 @@ func TestLabDiagnoseMemlock(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// resolveRoute is what rping and rdmaping do first: rdma_resolve_addr and
+// rdma_resolve_route to addr, with package cm.
+func resolveRoute(t *testing.T, addr string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ch, err := cm.OpenChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(cm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(netip.MustParseAddr(addr), 7471), 0); err != nil {
+		t.Fatalf("resolve address %s: %v", addr, err)
+	}
+	return id.ResolveRoute(ctx, 0)
+}
+
+// TestLabDiagnoseSmallMTU sets the lab netdev's MTU to 300 and 351, where
+// rxe still reports an ACTIVE port with an active MTU of 256 but rdma_cm
+// refuses the route (RoCERouteMTU), and to 352, where the route resolves:
+// diagnose must fail the first two with `ip link set NETDEV mtu 1500` and
+// pass the third, and agree with rdma_cm's own answer each time.
+func TestLabDiagnoseSmallMTU(t *testing.T) {
+	labtest.OneNode(t, "changes this node's netdev MTU and looks at it locally")
+	s, env := liveSystem(t)
+	nd := labNetdev(t, env)
+	mtuFile := "/sys/class/net/" + nd + "/mtu"
+	b, err := os.ReadFile(mtuFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := strings.TrimSpace(string(b))
+	activeMTU := func() uint8 {
+		v, err := s.Verbs.Query(env.Dev)
+		if err != nil {
+			t.Fatalf("query %s: %v", env.Dev, err)
+		}
+		return v.Ports[0].ActiveMTU
+	}
+	setMTU := func(mtu string) {
+		t.Helper()
+		if err := os.WriteFile(mtuFile, []byte(mtu), 0o644); err != nil {
+			t.Fatalf("set the MTU of %s to %s: %v", nd, mtu, err)
+		}
+		m, _ := strconv.Atoi(mtu)
+		waitFor(t, 10*time.Second, fmt.Sprintf("%s to report the active MTU of a %d-byte netdev", env.Dev, m),
+			func() bool { return activeMTU() == RXEActiveMTU(m) })
+	}
+	t.Cleanup(func() {
+		setMTU(orig)
+		// Below 1280 the netdev lost its IPv6 link-local address and the
+		// GID table its entry: wait until the lab is all clear again.
+		waitFor(t, 30*time.Second, "diagnose to be all clear after restoring the MTU", func() bool {
+			for _, c := range s.Diagnose().Checks {
+				if c.Verdict != OK {
+					return false
+				}
+			}
+			return true
+		})
+	})
+	mtuID := "mtu/" + env.Dev + "/1"
+	for _, c := range []struct {
+		mtu  int
+		fail bool
+	}{{300, true}, {351, true}, {352, false}} {
+		setMTU(strconv.Itoa(c.mtu))
+		if got := uverbs.MTU(activeMTU()).Bytes(); got != 256 {
+			t.Errorf("netdev MTU %d: %s reports an active MTU of %d, want 256", c.mtu, env.Dev, got)
+		}
+		routeErr := resolveRoute(t, env.Addr)
+		if (routeErr != nil) != c.fail {
+			t.Errorf("netdev MTU %d: rdma_cm route resolution: %v, want failure %v", c.mtu, routeErr, c.fail)
+		}
+		var r Report
+		if c.fail {
+			r = s.Diagnose()
+		} else {
+			// The GID table follows the address changes a little later.
+			waitFor(t, 10*time.Second, "diagnose without FAIL", func() bool { r = s.Diagnose(); return !r.Blocking() })
+		}
+		var buf bytes.Buffer
+		WriteReport(&buf, r)
+		t.Logf("netdev MTU %d, route resolution: %v\n%s", c.mtu, routeErr, buf.String())
+		m, ok := r.Find(mtuID)
+		switch {
+		case !ok:
+			t.Errorf("netdev MTU %d: no check %s", c.mtu, mtuID)
+		case c.fail && (m.Verdict != Fail || !strings.HasPrefix(m.Fix, "ip link set "+nd+" mtu 1500")):
+			t.Errorf("netdev MTU %d: %+v, want FAIL with ip link set %s mtu 1500", c.mtu, m, nd)
+		case !c.fail && m.Verdict == Fail:
+			t.Errorf("netdev MTU %d: %+v, want no FAIL", c.mtu, m)
+		}
+		if r.Blocking() != c.fail {
+			t.Errorf("netdev MTU %d: Blocking() = %v, want %v", c.mtu, r.Blocking(), c.fail)
+		}
 	}
 }

@@ -88,9 +88,18 @@ func TestDecoders(t *testing.T) {
 	if _, _, ok := ParseRate("fast"); ok {
 		t.Error("a rate without (WIDTH SPEED) was accepted")
 	}
-	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 0, 4176: 4096, 4175: 2048} {
+	// rxe_set_mtu turns "below 256" into IB_MTU_256: a 300-byte netdev
+	// gives 256, as the lab's device reports (TestLabDiagnoseSmallMTU).
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 256, 68: 256, 591: 256, 592: 512,
+		4176: 4096, 4175: 2048} {
 		if got := uverbs.MTU(RXEActiveMTU(mtu)).Bytes(); got != want {
 			t.Errorf("netdev MTU %d: active %d, want %d", mtu, got, want)
+		}
+	}
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 300: 0, 351: 0, 352: 256, 607: 256, 608: 512, 1119: 512,
+		1120: 1024, 4192: 4096} {
+		if got := uverbs.MTU(RoCERouteMTU(mtu)).Bytes(); got != want {
+			t.Errorf("netdev MTU %d: rdma_cm path MTU %d, want %d", mtu, got, want)
 		}
 	}
 	if got := FWString(0x100020003); got != "1.2.3" {
