@@ -220,11 +220,56 @@ func holdResources(t *testing.T, env labtest.Env) (pingpong, rping int) {
 	return cmds[0].Process.Pid, cmds[1].Process.Pid
 }
 
-// TestLabResourcesMatchRdma holds resources with C programs and compares
-// `rdmainfo resources [KIND] --json` with `rdma -j resource show [KIND]`.
+// holdSRQ creates, in this process, an SRQ with two RC QPs receiving from
+// it (no C tool holds one): PD, CQ, SRQ and QPs stay until the test ends.
+func holdSRQ(t *testing.T, env labtest.Env) {
+	t.Helper()
+	c, err := uverbs.Open(env.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // destroys what it holds
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srq, err := pd.CreateSRQ(8, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SRQ: srq,
+			Cap: uverbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// normSpace collapses each line's runs of blanks, as iproute2's text output
+// has doubled and trailing ones.
+func normSpace(text string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestLabResourcesMatchRdma holds resources with C programs and an SRQ of
+// its own, and compares `rdmainfo resources [KIND]` with `rdma [-j]
+// resource show [KIND]`, in JSON and in text.
 func TestLabResourcesMatchRdma(t *testing.T) {
 	s, env := liveSystem(t)
 	pp, rp := holdResources(t, env)
+	holdSRQ(t, env)
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rep ResourceReport
 	waitFor(t, 20*time.Second, "the C programs' resources", func() bool {
 		var err error
@@ -243,7 +288,7 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	// The programs may still be setting up (pingpong makes its QP last and
 	// then moves it to INIT): let them settle before comparing snapshots.
 	time.Sleep(time.Second)
-	rep, err := s.ResourceSummary(env.Dev)
+	rep, err = s.ResourceSummary(env.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +296,8 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	WriteResourceSummary(&buf, rep)
 	t.Logf("rdmainfo resources:\n%s", buf.String())
 	for _, p := range rep.Processes {
-		want := map[uint32]string{uint32(pp): "ibv_rc_pingpong", uint32(rp): "rping", 0: "ib_core"}[p.PID]
+		want := map[uint32]string{uint32(pp): "ibv_rc_pingpong", uint32(rp): "rping", 0: "ib_core",
+			uint32(os.Getpid()): strings.TrimSpace(string(self))}[p.PID]
 		if p.Comm != want {
 			t.Errorf("process %d: comm %q, want %q", p.PID, p.Comm, want)
 		}
@@ -275,6 +321,18 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 			t.Errorf("no %s listed", kind)
 		}
 		jsonEqual(t, "resource show "+kind, rs, runTool(t, "rdma", "-j", "-d", "resource", "show", kind))
+		var buf bytes.Buffer
+		WriteResources(&buf, kind, rs)
+		if ours, ref := normSpace(buf.String()), normSpace(runTool(t, "rdma", "-d", "resource", "show", kind)); ours != ref {
+			t.Errorf("resource show %s, text:\nrdmainfo:\n%s\nrdma:\n%s", kind, ours, ref)
+		}
+	}
+	srqs, err := s.Resources("srq", env.Dev)
+	if err != nil || len(srqs) == 0 {
+		t.Fatalf("srqs %v, %v", srqs, err)
+	}
+	if qps, _ := srqs[0]["lqpn"].([]string); len(srqs) != 1 || len(qps) == 0 || srqs[0]["pid"] != uint32(os.Getpid()) {
+		t.Errorf("want this process's SRQ with its QPs, got %v", srqs)
 	}
 }
 

@@ -4,6 +4,7 @@ package devinfo
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -303,3 +304,62 @@ func TestResourcesBadKind(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteResourcesText checks the text of `rdmainfo resources KIND`
+// against what iproute2's rdma/res-*.c prints for the same attributes:
+// print_key's 0x, print_on_off's adaptive-moderation on/off, the runs of an
+// SRQ's QPs, and pd's key order (users before unsafe_global_rkey).
+func TestWriteResourcesText(t *testing.T) {
+	mr := rdmanl.MR{DevIndex: 1, DevName: "rxe0", RKey: 0x1a2b, LKey: 0x1a2b, IOVA: 0x7f0000001000, Len: 4096, MRN: 3, PDN: 2, ResOwner: rdmanl.ResOwner{PID: 77}}
+	pd := rdmanl.PD{DevIndex: 1, DevName: "rxe0", LocalDMALKey: 0x10, UnsafeGlobalRKey: 0x99, Users: 2, PDN: 1, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}}
+	cqs := []rdmanl.CQ{
+		{DevIndex: 1, DevName: "rxe0", CQE: 63, Users: 1, CQN: 4, CtxN: 1, HasDIM: true, ResOwner: rdmanl.ResOwner{PID: 77}},
+		{DevIndex: 1, DevName: "rxe0", CQE: 127, Users: 2, CQN: 5, PollCtx: 2, HasPollCtx: true, DIM: true, HasDIM: true, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}},
+	}
+	srq := rdmanl.SRQ{DevIndex: 1, DevName: "rxe0", SRQN: 1, PDN: 2, QPs: []rdmanl.QPRange{{Min: 17, Max: 17}, {Min: 18, Max: 20}}, ResOwner: rdmanl.ResOwner{PID: 77}}
+	nl := &resNL{fakeNL: fakeNL{devs: []rdmanl.Device{{Index: 1, Name: "rxe0"}}}, mrs: []rdmanl.MR{mr}, pds: []rdmanl.PD{pd}, cqs: cqs, srqs: []rdmanl.SRQ{srq}}
+	root := t.TempDir()
+	writeFile(t, root, "proc/77/comm", "holder\n")
+	s := &System{FS: sysfs.New(root), NL: nl}
+	for kind, want := range map[string]string{
+		"mr": "dev rxe0 mrn 3 rkey 0x1a2b lkey 0x1a2b iova 0x7f0000001000 mrlen 4096 pdn 2 pid 77 comm holder\n",
+		"pd": "dev rxe0 pdn 1 local_dma_lkey 0x10 users 2 unsafe_global_rkey 0x99 comm [ib_core]\n",
+		"cq": "dev rxe0 cqn 4 cqe 63 users 1 adaptive-moderation off ctxn 1 pid 77 comm holder\n" +
+			"dev rxe0 cqn 5 cqe 127 users 2 poll-ctx WORKQUEUE adaptive-moderation on comm [ib_core]\n",
+		"srq": "dev rxe0 srqn 1 type BASIC lqpn 17,18-20 pdn 2 pid 77 comm holder\n",
+	} {
+		rs, err := s.Resources(kind, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		WriteResources(&buf, kind, rs)
+		if buf.String() != want {
+			t.Errorf("resources %s:\n got %q\nwant %q", kind, buf.String(), want)
+		}
+	}
+	// JSON keeps iproute2's -j shapes: hex digits without 0x, a bool, the
+	// QP runs as strings.
+	rs, _ := s.Resources("srq", "")
+	if got, _ := json.Marshal(rs); string(got) != `[{"comm":"holder","ifindex":1,"ifname":"rxe0","lqpn":["17","18-20"],"pdn":2,"pid":77,"srqn":1,"type":"BASIC"}]` {
+		t.Errorf("srq JSON %s", got)
+	}
+	rs, _ = s.Resources("mr", "")
+	if rs[0]["rkey"] != "1a2b" {
+		t.Errorf("mr JSON rkey %v, want 1a2b as rdma -j prints it", rs[0]["rkey"])
+	}
+}
+
+// resNL is a fakeNL that lists objects.
+type resNL struct {
+	fakeNL
+	mrs  []rdmanl.MR
+	pds  []rdmanl.PD
+	cqs  []rdmanl.CQ
+	srqs []rdmanl.SRQ
+}
+
+func (f *resNL) MRs(uint32) ([]rdmanl.MR, error)   { return f.mrs, nil }
+func (f *resNL) PDs(uint32) ([]rdmanl.PD, error)   { return f.pds, nil }
+func (f *resNL) CQs(uint32) ([]rdmanl.CQ, error)   { return f.cqs, nil }
+func (f *resNL) SRQs(uint32) ([]rdmanl.SRQ, error) { return f.srqs, nil }
