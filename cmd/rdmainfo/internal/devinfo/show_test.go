@@ -250,6 +250,22 @@ func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
 		MaxAH: i("max_ah"), MaxFMR: i("max_fmr"), MaxSRQ: i("max_srq"), MaxSRQWR: i("max_srq_wr"),
 		MaxSRQSGE: i("max_srq_sge"), MaxPKeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
 	}
+	// The -v lines of ibv_query_device_ex, as rxe has them: flag names,
+	// "not supported" remarks and zeros.
+	a.DeviceCapFlagsEx = num(f, "device_cap_flags_ex")
+	a.MaxWQTypeRQ = uint32(num(f, "max_wq_type_rq"))
+	a.MaxRWQIndirectionTables = uint32(num(f, "rss_caps.max_rwq_indirection_tables"))
+	a.MaxRWQIndirectionTableSize = uint32(num(f, "rss_caps.max_rwq_indirection_table_size"))
+	for _, k := range []string{"rc_odp_caps names", "uc_odp_caps names", "ud_odp_caps names", "xrc_odp_caps names"} {
+		if f[k] != "NO SUPPORT" {
+			t.Fatalf("%s = %q: the fixture's device has ODP; teach verbsFromDump its names", k, f[k])
+		}
+	}
+	for _, k := range []string{"completion_timestamp_mask not supported", "core clock not supported", "tag matching not supported"} {
+		if _, ok := f[k]; !ok {
+			t.Fatalf("ibv_devinfo -v did not print %q", k)
+		}
+	}
 	v := VerbsInfo{Device: a, NumCompVectors: i("num_comp_vectors")}
 	for pi, p := range d.Ports {
 		u8 := func(k string) uint8 { return uint8(num(p, k)) }

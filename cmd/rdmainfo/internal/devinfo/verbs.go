@@ -58,6 +58,29 @@ type DeviceAttr struct {
 	MaxPKeys              int    `json:"max_pkeys"`
 	LocalCAAckDelay       uint8  `json:"local_ca_ack_delay"`
 	DeviceCapFlagsEx      uint64 `json:"device_cap_flags_ex,omitempty"`
+
+	// From the extended query (ibv_query_device_ex); zero when the kernel
+	// does not report them.
+	ODPGeneralCaps             uint64 `json:"general_odp_caps"`
+	RCODPCaps                  uint32 `json:"rc_odp_caps"`
+	UCODPCaps                  uint32 `json:"uc_odp_caps"`
+	UDODPCaps                  uint32 `json:"ud_odp_caps"`
+	XRCODPCaps                 uint32 `json:"xrc_odp_caps"`
+	CompletionTimestampMask    uint64 `json:"completion_timestamp_mask"`
+	HCACoreClock               uint64 `json:"hca_core_clock"` // kHz
+	RawPacketCaps              uint32 `json:"raw_packet_caps"`
+	RSSSupportedQPTs           uint32 `json:"rss_supported_qpts"`
+	MaxRWQIndirectionTables    uint32 `json:"max_rwq_indirection_tables"`
+	MaxRWQIndirectionTableSize uint32 `json:"max_rwq_indirection_table_size"`
+	MaxWQTypeRQ                uint32 `json:"max_wq_type_rq"`
+	TMMaxRndvHdrSize           uint32 `json:"max_rndv_hdr_size"`
+	TMMaxNumTags               uint32 `json:"max_num_tags"`
+	TMFlags                    uint32 `json:"tm_flags"`
+	TMMaxOps                   uint32 `json:"max_ops"`
+	TMMaxSGE                   uint32 `json:"tm_max_sge"`
+	MaxCQModerationCount       uint16 `json:"max_cq_count"`
+	MaxCQModerationPeriod      uint16 `json:"max_cq_period"` // microseconds
+	MaxDMSize                  uint64 `json:"max_dm_size"`
 }
 
 // PortAttr is the part of struct ibv_port_attr package uverbs returns.
