@@ -241,3 +241,26 @@ func dropModule(t *testing.T, root, m string) {
 	writeFile(t, root, "proc/modules", strings.Join(keep, "\n")+"\n")
 	removeAll(t, root, "sys/module/"+m)
 }
+
+// TestDiagnoseNodeMode: the device nodes' permissions print as the octal
+// mode chmod takes, four digits, whatever the bits.
+func TestDiagnoseNodeMode(t *testing.T) {
+	for _, c := range []struct {
+		mode   os.FileMode
+		detail string
+	}{
+		{0o666, "/dev/infiniband/rdma_cm (0666) opens read-write"},
+		{0o066, "/dev/infiniband/rdma_cm (0066) opens read-write"},
+		{0o006, "/dev/infiniband/rdma_cm (0006) opens read-write"},
+		{0, "/dev/infiniband/rdma_cm is 0000 owned by"},
+	} {
+		s, root := fixtureSystem(t, labFixtures(t)[0])
+		if err := os.Chmod(filepath.Join(root, "dev/infiniband/rdma_cm"), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		s.Creds = Creds{UID: uint32(os.Getuid()) + 1000, GIDs: []uint32{54321}}
+		if got, _ := s.Diagnose().Find("rdma_cm"); !strings.Contains(got.Detail, c.detail) {
+			t.Errorf("mode %#o: rdma_cm: %q, want %q", c.mode, got.Detail, c.detail)
+		}
+	}
+}

@@ -437,6 +437,10 @@ func TestLabDiagnoseAllClear(t *testing.T) {
 			t.Errorf("no check %s", id)
 		}
 	}
+	// The node's permissions print as the octal mode chmod takes.
+	if c, _ := r.Find("rdma_cm"); !strings.Contains(c.Detail, "/dev/infiniband/rdma_cm (0666) opens read-write") {
+		t.Errorf("rdma_cm: %q, want its mode as 0666", c.Detail)
+	}
 	c, _ := r.Find("mtu/" + env.Dev + "/1")
 	if !strings.Contains(c.Detail, "reported by the device") {
 		t.Errorf("the active MTU did not come from the device: %s", c.Detail)
