@@ -123,18 +123,17 @@ func FWString(v uint64) string {
 // IB_MTU_256. So every netdev MTU below 592 gives 256: the port never says
 // that its MTU is too small (see RoCERouteMTU for what does).
 func RXEActiveMTU(netdevMTU int) uint8 {
-	m := netdevMTU - 80
-	switch {
-	case m < 512:
-		return 1
-	case m < 1024:
-		return 2
-	case m < 2048:
-		return 3
-	case m < 4096:
-		return 4
+	return max(ibMTUFloor(netdevMTU-80), 1)
+}
+
+// ibMTUFloor is the largest IB MTU enum (1=256 ... 5=4096) of at most n
+// bytes, 0 below 256: rxe_mtu_int_to_enum and the ladder of iboe_get_mtu.
+func ibMTUFloor(n int) uint8 {
+	m := uint8(0)
+	for b := 256; b <= 4096 && n >= b; b *= 2 {
+		m++
 	}
-	return 5
+	return m
 }
 
 // RoCEHeaderBytes is what rdma_cm takes off a netdev MTU to get a RoCE path
@@ -156,19 +155,4 @@ const MinRoCENetdevMTU = 256 + RoCEHeaderBytes
 // ACTIVE port with an active MTU of 256 (RXEActiveMTU), since rxe subtracts
 // only 80 bytes and rounds 0 up to 256. Netdev MTUs 300–351 are the trap:
 // the device looks usable and rdma_cm is not.
-func RoCERouteMTU(netdevMTU int) uint8 {
-	m := netdevMTU - RoCEHeaderBytes
-	switch {
-	case m < 256:
-		return 0
-	case m < 512:
-		return 1
-	case m < 1024:
-		return 2
-	case m < 2048:
-		return 3
-	case m < 4096:
-		return 4
-	}
-	return 5
-}
+func RoCERouteMTU(netdevMTU int) uint8 { return ibMTUFloor(netdevMTU - RoCEHeaderBytes) }
