@@ -325,8 +325,12 @@ var resHexKeys = map[string]bool{"rkey": true, "lkey": true, "iova": true, "loca
 func WriteResources(w io.Writer, kind string, rs []Res) {
 	for _, r := range rs {
 		var b strings.Builder
+		// qp and cm_id are per port (iproute2's print_link: "link rxe0/1",
+		// "link rxe0/-" before a port is bound); the others per device.
 		if p, ok := r["port"]; ok {
 			fmt.Fprintf(&b, "link %v/%v", r["ifname"], p)
+		} else if kind == "qp" || kind == "cm_id" {
+			fmt.Fprintf(&b, "link %v/-", r["ifname"])
 		} else {
 			fmt.Fprintf(&b, "dev %v", r["ifname"])
 		}

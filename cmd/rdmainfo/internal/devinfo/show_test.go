@@ -333,7 +333,10 @@ func TestWriteResourcesText(t *testing.T) {
 		{DevIndex: 1, DevName: "rxe0", CQE: 127, Users: 2, CQN: 5, PollCtx: 2, HasPollCtx: true, DIM: true, HasDIM: true, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}},
 	}
 	srq := rdmanl.SRQ{DevIndex: 1, DevName: "rxe0", SRQN: 1, PDN: 2, QPs: []rdmanl.QPRange{{Min: 17, Max: 17}, {Min: 18, Max: 20}}, ResOwner: rdmanl.ResOwner{PID: 77}}
-	nl := &resNL{fakeNL: fakeNL{devs: []rdmanl.Device{{Index: 1, Name: "rxe0"}}}, mrs: []rdmanl.MR{mr}, pds: []rdmanl.PD{pd}, cqs: cqs, srqs: []rdmanl.SRQ{srq}}
+	qps := []rdmanl.QP{{DevIndex: 1, DevName: "rxe0", LQPN: 17, Type: 2, PDN: 2, ResOwner: rdmanl.ResOwner{PID: 77}},
+		{DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: 1, Type: 1, State: 3, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}}}
+	nl := &resNL{fakeNL: fakeNL{devs: []rdmanl.Device{{Index: 1, Name: "rxe0"}}}, mrs: []rdmanl.MR{mr}, pds: []rdmanl.PD{pd}, cqs: cqs,
+		srqs: []rdmanl.SRQ{srq}, qps: qps}
 	root := t.TempDir()
 	writeFile(t, root, "proc/77/comm", "holder\n")
 	s := &System{FS: sysfs.New(root), NL: nl}
@@ -343,6 +346,9 @@ func TestWriteResourcesText(t *testing.T) {
 		"cq": "dev rxe0 cqn 4 cqe 63 users 1 adaptive-moderation off ctxn 1 pid 77 comm holder\n" +
 			"dev rxe0 cqn 5 cqe 127 users 2 poll-ctx WORKQUEUE adaptive-moderation on comm [ib_core]\n",
 		"srq": "dev rxe0 srqn 1 type BASIC lqpn 17,18-20 pdn 2 pid 77 comm holder\n",
+		// A QP not yet bound to a port: print_link's "rxe0/-".
+		"qp": "link rxe0/- lqpn 17 type RC state RESET sq-psn 0 pdn 2 pid 77 comm holder\n" +
+			"link rxe0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]\n",
 	} {
 		rs, err := s.Resources(kind, "")
 		if err != nil {
@@ -373,7 +379,10 @@ type resNL struct {
 	pds  []rdmanl.PD
 	cqs  []rdmanl.CQ
 	srqs []rdmanl.SRQ
+	qps  []rdmanl.QP
 }
+
+func (f *resNL) QPs(uint32) ([]rdmanl.QP, error) { return f.qps, nil }
 
 func (f *resNL) MRs(uint32) ([]rdmanl.MR, error)   { return f.mrs, nil }
 func (f *resNL) PDs(uint32) ([]rdmanl.PD, error)   { return f.pds, nil }
