@@ -204,6 +204,16 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 	if !found {
 		return nil, fmt.Errorf("no RDMA device %q (see `rdmainfo devices`)", dev)
 	}
+	if kind == "qp" || kind == "cm_id" {
+		// iproute2 lists these port by port (rd_exec_link), those bound to
+		// no port first.
+		sort.SliceStable(out, func(i, j int) bool {
+			pi, _ := out[i]["port"].(uint32)
+			pj, _ := out[j]["port"].(uint32)
+			return out[i]["ifindex"].(uint32) < out[j]["ifindex"].(uint32) ||
+				out[i]["ifindex"] == out[j]["ifindex"] && pi < pj
+		})
+	}
 	return out, nil
 }
 
@@ -310,7 +320,7 @@ var resKeyOrder = map[string][]string{
 	"cq":    {"cqn", "cqe", "users", "poll-ctx", "adaptive-moderation", "ctxn", "pid", "comm"},
 	"mr":    {"mrn", "rkey", "lkey", "iova", "mrlen", "pdn", "pid", "comm"},
 	"pd":    {"pdn", "local_dma_lkey", "users", "unsafe_global_rkey", "ctxn", "pid", "comm"},
-	"cm_id": {"port", "cm-idn", "lqpn", "qp-type", "state", "ps", "src-addr", "dst-addr", "pid", "comm"},
+	"cm_id": {"port", "cm-idn", "lqpn", "qp-type", "state", "ps", "pid", "comm", "src-addr", "dst-addr"},
 	"srq":   {"srqn", "type", "lqpn", "pdn", "cqn", "pid", "comm"},
 }
 
