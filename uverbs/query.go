@@ -58,6 +58,32 @@ type DeviceAttr struct {
 	LocalCAAckDelay       uint8
 	PhysPortCnt           int
 	DeviceCapFlagsEx      uint64 // 0 when the kernel has no extended query
+
+	// The rest of struct ib_uverbs_ex_query_device_resp, filled by
+	// QueryDeviceEx as far as the kernel's response_length reaches (zero
+	// otherwise, as libibverbs leaves them). Provider-only fields of
+	// ibv_device_attr_ex (tso_caps, the RSS hash function and fields,
+	// packet_pacing_caps) are not in the kernel's answer: rxe has none.
+	ODPGeneralCaps             uint64 // IB_UVERBS_ODP_SUPPORT, _IMPLICIT
+	RCODPCaps                  uint32 // IB_UVERBS_ODP_SUPPORT_SEND, ...
+	UCODPCaps                  uint32
+	UDODPCaps                  uint32
+	XRCODPCaps                 uint32
+	CompletionTimestampMask    uint64 // 0: no completion timestamps
+	HCACoreClock               uint64 // kHz; 0: not reported
+	RSSSupportedQPTs           uint32 // bit (1 << QP type)
+	MaxRWQIndirectionTables    uint32
+	MaxRWQIndirectionTableSize uint32
+	MaxWQTypeRQ                uint32
+	RawPacketCaps              uint32
+	TMMaxRndvHdrSize           uint32 // tag matching; all zero without it
+	TMMaxNumTags               uint32
+	TMFlags                    uint32
+	TMMaxOps                   uint32
+	TMMaxSGE                   uint32
+	MaxCQModerationCount       uint16
+	MaxCQModerationPeriod      uint16 // microseconds
+	MaxDMSize                  uint64 // device memory, bytes
 }
 
 func deviceAttrFrom(r *abi.QueryDeviceResp) DeviceAttr {
@@ -97,7 +123,9 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 
 // QueryDeviceEx is ibv_query_device_ex (extended write EX_QUERY_DEVICE): the
 // attributes of QueryDevice plus DeviceCapFlagsEx, which says whether the
-// device does FLUSH and ATOMIC_WRITE (abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL, ...).
+// device does FLUSH and ATOMIC_WRITE (abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL, ...),
+// and the ODP, clock, RSS, tag-matching, CQ-moderation and device-memory
+// capabilities ibv_devinfo -v prints.
 func (c *Context) QueryDeviceEx() (DeviceAttr, error) {
 	resp := new(abi.ExQueryDeviceResp)
 	var req abi.ExQueryDevice
@@ -105,8 +133,43 @@ func (c *Context) QueryDeviceEx() (DeviceAttr, error) {
 		return DeviceAttr{}, fmt.Errorf("query device ex: %w", err)
 	}
 	a := deviceAttrFrom(&resp.Base)
-	if resp.ResponseLength >= uint32(unsafe.Offsetof(resp.DeviceCapFlagsEx)+8) {
+	// has is libibverbs' CAN_COPY: the kernel wrote the field.
+	has := func(off, size uintptr) bool { return uintptr(resp.ResponseLength) >= off+size }
+	if has(unsafe.Offsetof(resp.ODPCaps), unsafe.Sizeof(resp.ODPCaps)) {
+		o := resp.ODPCaps
+		a.ODPGeneralCaps, a.RCODPCaps, a.UCODPCaps, a.UDODPCaps = o.GeneralCaps, o.PerTransportCaps.RCODPCaps, o.PerTransportCaps.UCODPCaps, o.PerTransportCaps.UDODPCaps
+	}
+	if has(unsafe.Offsetof(resp.TimestampMask), 8) {
+		a.CompletionTimestampMask = resp.TimestampMask
+	}
+	if has(unsafe.Offsetof(resp.HCACoreClock), 8) {
+		a.HCACoreClock = resp.HCACoreClock
+	}
+	if has(unsafe.Offsetof(resp.DeviceCapFlagsEx), 8) {
 		a.DeviceCapFlagsEx = resp.DeviceCapFlagsEx
+	}
+	if has(unsafe.Offsetof(resp.RSSCaps), unsafe.Sizeof(resp.RSSCaps)) {
+		r := resp.RSSCaps
+		a.RSSSupportedQPTs, a.MaxRWQIndirectionTables, a.MaxRWQIndirectionTableSize = r.SupportedQPTs, r.MaxRWQIndirectionTables, r.MaxRWQIndirectionTableSize
+	}
+	if has(unsafe.Offsetof(resp.MaxWQTypeRQ), 4) {
+		a.MaxWQTypeRQ = resp.MaxWQTypeRQ
+	}
+	if has(unsafe.Offsetof(resp.RawPacketCaps), 4) {
+		a.RawPacketCaps = resp.RawPacketCaps
+	}
+	if has(unsafe.Offsetof(resp.TMCaps), unsafe.Sizeof(resp.TMCaps)) {
+		m := resp.TMCaps
+		a.TMMaxRndvHdrSize, a.TMMaxNumTags, a.TMFlags, a.TMMaxOps, a.TMMaxSGE = m.MaxRndvHdrSize, m.MaxNumTags, m.Flags, m.MaxOps, m.MaxSGE
+	}
+	if has(unsafe.Offsetof(resp.CQModerationCaps), unsafe.Sizeof(resp.CQModerationCaps)) {
+		a.MaxCQModerationCount, a.MaxCQModerationPeriod = resp.CQModerationCaps.MaxCQModerationCount, resp.CQModerationCaps.MaxCQModerationPeriod
+	}
+	if has(unsafe.Offsetof(resp.MaxDMSize), 8) {
+		a.MaxDMSize = resp.MaxDMSize
+	}
+	if has(unsafe.Offsetof(resp.XRCODPCaps), 4) {
+		a.XRCODPCaps = resp.XRCODPCaps
 	}
 	return a, nil
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,5 +149,55 @@ func TestLabDiagnoseExit(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"diagnose"}, &out, &errb, nil); code != 0 || strings.Contains(out.String(), "FAIL") {
 		t.Errorf("diagnose: status %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// TestLabDiagnoseSmallMTUExit sets the lab netdev's MTU to 300 (rxe still
+// ACTIVE with an active MTU of 256, rdma_cm refusing the route):
+// `rdmainfo diagnose` prints [FAIL] with the command that raises the MTU and
+// exits 1. It restores the MTU and waits for exit 0 again.
+func TestLabDiagnoseSmallMTUExit(t *testing.T) {
+	labtest.OneNode(t, "changes this node's netdev MTU and looks at it locally")
+	env := labtest.Require(t)
+	if env.Netdev == "" {
+		labtest.Missing(t, "needs the lab's netdev (RDMALAB_NETDEV)")
+	}
+	mtuFile := "/sys/class/net/" + env.Netdev + "/mtu"
+	orig, err := os.ReadFile(mtuFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diagnose := func() (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"diagnose"}, &out, &errb, nil)
+		return code, out.String() + errb.String()
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(mtuFile, orig, 0o644); err != nil {
+			t.Fatalf("restore the MTU of %s: %v", env.Netdev, err)
+		}
+		// IPv6 and its GID come back a little after the MTU.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			code, out := diagnose()
+			if code == 0 && !strings.Contains(out, "[warn]") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after restoring the MTU diagnose still says (status %d):\n%s", code, out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	if err := os.WriteFile(mtuFile, []byte("300"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := diagnose()
+	t.Logf("diagnose at MTU 300: status %d\n%s", code, out)
+	if code != 1 {
+		t.Errorf("status %d, want 1", code)
+	}
+	if !strings.Contains(out, "[FAIL] mtu/"+env.Dev+"/1") || !strings.Contains(out, "fix: ip link set "+env.Netdev+" mtu 1500") {
+		t.Errorf("no [FAIL] for mtu/%s/1 with `ip link set %s mtu 1500`:\n%s", env.Dev, env.Netdev, out)
 	}
 }

@@ -11,7 +11,7 @@
 //	rdmainfo link show                        like rdma link show
 //	rdmainfo link add NAME type rxe netdev IF like rdma link add (needs CAP_NET_ADMIN)
 //	rdmainfo link del NAME                    like rdma link delete
-//	rdmainfo resources [-d DEV] [KIND]        per-process summary, or rdma resource show KIND (qp cq mr pd cm_id)
+//	rdmainfo resources [-d DEV] [KIND]        per-process summary, or rdma resource show KIND (qp cq mr pd cm_id srq)
 //	rdmainfo counters [DEV] [--watch D]       port and hw counters, with rates
 //	rdmainfo diagnose                         checks with verdicts and fixes; exit status 1 if RDMA is blocked
 //
@@ -42,7 +42,7 @@ const usage = `usage: rdmainfo COMMAND [flags] [args]
   link show                        ports, states and netdevs (rdma link show)
   link add NAME type rxe netdev IF create a Soft-RoCE device (needs CAP_NET_ADMIN)
   link del NAME                    delete a software RDMA device
-  resources [-d DEV] [KIND]        who holds QPs, CQs, MRs, PDs; KIND (qp cq mr pd cm_id) lists them
+  resources [-d DEV] [KIND]        who holds QPs, CQs, MRs, PDs, SRQs; KIND (qp cq mr pd cm_id srq) lists them
   counters [DEV] [--watch D]       port and hw counters; --watch prints rates every D
   diagnose                         check everything RDMA needs; exit status 1 when something blocks it
 

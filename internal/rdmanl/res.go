@@ -83,6 +83,7 @@ type CQ struct {
 	PollCtx    uint8        `json:"poll_ctx,omitempty"` // RDMA_NLDEV_ATTR_RES_POLL_CTX (kernel CQs only)
 	HasPollCtx bool         `json:"-"`
 	DIM        bool         `json:"adaptive_moderation"` // RDMA_NLDEV_ATTR_DEV_DIM
+	HasDIM     bool         `json:"-"`                   // the kernel reported DIM (it does for every CQ)
 	CQN        uint32       `json:"cqn"`
 	CtxN       uint32       `json:"ctxn,omitempty"` // RDMA_NLDEV_ATTR_RES_CTXN (user CQs)
 	Driver     []DriverAttr `json:"driver,omitempty"`
@@ -347,7 +348,7 @@ func parseCQs(b []byte) ([]CQ, error) {
 			case abi.RDMA_NLDEV_ATTR_RES_POLL_CTX:
 				c.PollCtx, c.HasPollCtx = a.Uint8(), true
 			case abi.RDMA_NLDEV_ATTR_DEV_DIM:
-				c.DIM = a.Uint8() != 0
+				c.DIM, c.HasDIM = a.Uint8() != 0, true
 			case abi.RDMA_NLDEV_ATTR_RES_CQN:
 				c.CQN = a.Uint32()
 			case abi.RDMA_NLDEV_ATTR_RES_CTXN:
@@ -532,4 +533,121 @@ func MigStateName(m uint8) string {
 		return names[m]
 	}
 	return fmt.Sprintf("%d", m)
+}
+
+// SRQType is enum ib_srq_type (include/rdma/ib_verbs.h).
+type SRQType uint8
+
+// String is the name iproute2's rdma tool prints.
+func (t SRQType) String() string {
+	names := []string{"BASIC", "XRC", "TM"}
+	if int(t) < len(names) {
+		return names[t]
+	}
+	return "UNKNOWN"
+}
+
+// MarshalText makes JSON show the name.
+func (t SRQType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// QPRange is a run of QP numbers, Min to Max inclusive (Min == Max for one
+// QP): the kernel lists the QPs of an SRQ as ascending runs, each either
+// RDMA_NLDEV_ATTR_RES_LQPN or RDMA_NLDEV_ATTR_MIN_RANGE/MAX_RANGE.
+type QPRange struct {
+	Min uint32 `json:"min"`
+	Max uint32 `json:"max"`
+}
+
+// String is the run as iproute2 prints it: "17" or "17-19".
+func (r QPRange) String() string {
+	if r.Min == r.Max {
+		return fmt.Sprint(r.Min)
+	}
+	return fmt.Sprintf("%d-%d", r.Min, r.Max)
+}
+
+// SRQ is one entry of RDMA_NLDEV_CMD_RES_SRQ_GET (`rdma resource show
+// srq`): a shared receive queue, the QPs attached to it and, for XRC and
+// tag-matching SRQs, its CQ. Both lab kernels (6.1, 6.12) answer it; a
+// kernel without SRQ tracking refuses the command.
+type SRQ struct {
+	DevIndex uint32       `json:"ifindex"`
+	DevName  string       `json:"ifname"`
+	SRQN     uint32       `json:"srqn"` // RDMA_NLDEV_ATTR_RES_SRQN
+	Type     SRQType      `json:"type"` // RDMA_NLDEV_ATTR_RES_TYPE
+	PDN      uint32       `json:"pdn"`
+	CQN      uint32       `json:"cqn,omitempty"` // RDMA_NLDEV_ATTR_RES_CQN: XRC and TM SRQs only
+	HasCQ    bool         `json:"-"`
+	QPs      []QPRange    `json:"qps,omitempty"` // RDMA_NLDEV_ATTR_RES_QP, ascending
+	Driver   []DriverAttr `json:"driver,omitempty"`
+	ResOwner
+}
+
+// parseSRQs decodes one RDMA_NLDEV_CMD_RES_SRQ_GET dump message.
+func parseSRQs(b []byte) ([]SRQ, error) {
+	t, err := parseResTable(b, abi.RDMA_NLDEV_ATTR_RES_SRQ, abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SRQ, 0, len(t.entries))
+	for _, ent := range t.entries {
+		s := SRQ{DevIndex: t.devIndex, DevName: t.devName}
+		for _, a := range ent {
+			if commonAttr(a, &s.ResOwner, &s.Driver) {
+				continue
+			}
+			switch a.Type {
+			case abi.RDMA_NLDEV_ATTR_RES_SRQN:
+				s.SRQN = a.Uint32()
+			case abi.RDMA_NLDEV_ATTR_RES_TYPE:
+				s.Type = SRQType(a.Uint8())
+			case abi.RDMA_NLDEV_ATTR_RES_PDN:
+				s.PDN = a.Uint32()
+			case abi.RDMA_NLDEV_ATTR_RES_CQN:
+				s.CQN, s.HasCQ = a.Uint32(), true
+			case abi.RDMA_NLDEV_ATTR_RES_QP:
+				if s.QPs, err = parseQPRanges(a.Data); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// parseQPRanges decodes an SRQ's RDMA_NLDEV_ATTR_RES_QP table
+// (nldev.c fill_res_srq_qps).
+func parseQPRanges(b []byte) ([]QPRange, error) {
+	ents, err := netlink.ParseAttrs(b)
+	if err != nil {
+		return nil, fmt.Errorf("rdma netlink: SRQ QP table: %w", err)
+	}
+	var out []QPRange
+	for _, e := range ents {
+		if e.Type != abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY {
+			continue
+		}
+		fields, err := netlink.ParseAttrs(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("rdma netlink: SRQ QP entry: %w", err)
+		}
+		var r QPRange
+		var lqpn, lo, hi bool
+		for _, f := range fields {
+			switch f.Type {
+			case abi.RDMA_NLDEV_ATTR_RES_LQPN:
+				r.Min, r.Max, lqpn = f.Uint32(), f.Uint32(), true
+			case abi.RDMA_NLDEV_ATTR_MIN_RANGE:
+				r.Min, lo = f.Uint32(), true
+			case abi.RDMA_NLDEV_ATTR_MAX_RANGE:
+				r.Max, hi = f.Uint32(), true
+			}
+		}
+		if !lqpn && !(lo && hi) || r.Max < r.Min {
+			return nil, fmt.Errorf("rdma netlink: SRQ QP entry is neither a QP number nor a range: %v", fields)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -84,3 +84,9 @@ func (c *Conn) PDs(dev uint32) ([]PD, error) {
 func (c *Conn) CMIDs(dev uint32) ([]CMID, error) {
 	return dumpRes(c, "cm_ids", abi.RDMA_NLDEV_CMD_RES_CM_ID_GET, dev, parseCMIDs)
 }
+
+// SRQs is `rdma resource show srq` for the device with index dev
+// (RDMA_NLDEV_CMD_RES_SRQ_GET).
+func (c *Conn) SRQs(dev uint32) ([]SRQ, error) {
+	return dumpRes(c, "SRQs", abi.RDMA_NLDEV_CMD_RES_SRQ_GET, dev, parseSRQs)
+}

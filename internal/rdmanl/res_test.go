@@ -9,9 +9,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/netlink"
 )
 
 // The fixtures in testdata/lab-KERNEL were captured in one lab boot (see
@@ -277,5 +281,77 @@ func TestResMalformed(t *testing.T) {
 	}
 	if got := parseSockaddr([]byte{2, 0}); got.IsValid() {
 		t.Errorf("short sockaddr decoded as %v", got)
+	}
+}
+
+// srqDump is an RDMA_NLDEV_CMD_RES_SRQ_GET answer shaped as nldev.c's
+// fill_res_srq_entry writes it: a BASIC SRQ of a user process with QPs 17,
+// 18–20 and 25, and an XRC SRQ of ib_core with its CQ and no QPs (an empty
+// QP table).
+func srqDump() []byte {
+	var e netlink.Encoder
+	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 3)
+	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0")
+	e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ|nlaFNested, func(e *netlink.Encoder) {
+		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_SRQN, 1)
+			e.Uint8(abi.RDMA_NLDEV_ATTR_RES_TYPE, 0)
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PDN, 4)
+			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|nlaFNested, func(e *netlink.Encoder) {
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+					e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, 17)
+				})
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+					e.Uint32(abi.RDMA_NLDEV_ATTR_MIN_RANGE, 18)
+					e.Uint32(abi.RDMA_NLDEV_ATTR_MAX_RANGE, 20)
+				})
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+					e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, 25)
+				})
+			})
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PID, 4242)
+		})
+		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_SRQN, 2)
+			e.Uint8(abi.RDMA_NLDEV_ATTR_RES_TYPE, 1)
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PDN, 1)
+			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_CQN, 7)
+			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|nlaFNested, func(*netlink.Encoder) {})
+			e.String(abi.RDMA_NLDEV_ATTR_RES_KERN_NAME, "ib_core")
+		})
+	})
+	return e.Encode()
+}
+
+// nlaFNested is NLA_F_NESTED, which the kernel's nla_nest_start sets.
+const nlaFNested = 1 << 15
+
+func TestParseSRQs(t *testing.T) {
+	got, err := parseSRQs(srqDump())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SRQ{
+		{DevIndex: 3, DevName: "rxe0", SRQN: 1, Type: 0, PDN: 4, QPs: []QPRange{{17, 17}, {18, 20}, {25, 25}}, ResOwner: ResOwner{PID: 4242}},
+		{DevIndex: 3, DevName: "rxe0", SRQN: 2, Type: 1, PDN: 1, CQN: 7, HasCQ: true, ResOwner: ResOwner{KernName: "ib_core"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseSRQs:\n got %+v\nwant %+v", got, want)
+	}
+	var runs []string
+	for _, r := range got[0].QPs {
+		runs = append(runs, r.String())
+	}
+	if s := strings.Join(runs, ","); s != "17,18-20,25" {
+		t.Errorf("QP runs %q, want 17,18-20,25 (as iproute2 prints them)", s)
+	}
+	if got[0].Type.String() != "BASIC" || got[1].Type.String() != "XRC" || SRQType(9).String() != "UNKNOWN" {
+		t.Errorf("SRQ type names: %v %v %v", got[0].Type, got[1].Type, SRQType(9))
+	}
+	// A QP entry that is neither a number nor a whole range is an error.
+	var bad netlink.Encoder
+	bad.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY, func(e *netlink.Encoder) { e.Uint32(abi.RDMA_NLDEV_ATTR_MIN_RANGE, 5) })
+	if _, err := parseQPRanges(bad.Encode()); err == nil {
+		t.Error("a range without its end was accepted")
 	}
 }

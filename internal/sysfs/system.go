@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 )
 
@@ -179,5 +178,6 @@ type DevNode struct {
 // ErrNoDevNode is returned when a device node does not exist.
 var ErrNoDevNode = errors.New("no such device node")
 
-// Perm returns the permission bits as "0666".
-func (d DevNode) Perm() string { return "0" + strconv.FormatUint(uint64(d.Mode.Perm()), 8) }
+// Perm returns the permission bits as an octal mode of four digits, as
+// chmod takes it: "0666", "0066", "0000".
+func (d DevNode) Perm() string { return fmt.Sprintf("%04o", uint32(d.Mode.Perm())) }

@@ -24,11 +24,14 @@ type devinfoDump struct {
 }
 
 // parseDevinfo parses the output of `ibv_devinfo [-v]` (or of WriteShow).
+// Headings (rc_odp_caps:) are fields with an empty value, the lines under
+// them in -v's sub-sections are "heading.key" (rss_caps.max_tso), and a
+// remark line is a field named by its text ("core clock not supported").
 func parseDevinfo(text string) ([]devinfoDump, error) {
 	var out []devinfoDump
 	var cur *devinfoDump
 	var port map[string]string
-	lastKey := ""
+	lastKey, section := "", ""
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		line := sc.Text()
@@ -49,7 +52,10 @@ func parseDevinfo(text string) ([]devinfoDump, error) {
 			port = map[string]string{"port": v}
 			cur.Ports = append(cur.Ports, port)
 		case tabs == 1 && ok && v == "":
-			lastKey = k // a heading (rc_odp_caps:) whose lines follow
+			lastKey, section = k, k // a heading (rc_odp_caps:) whose lines follow
+			cur.Fields[k] = ""
+		case tabs == 1 && !ok && port == nil:
+			cur.Fields[trim], lastKey, section = "", "", ""
 		case tabs == 5 || !ok:
 			// A continuation (flag names) or a remark.
 			if tabs == 5 && lastKey != "" {
@@ -64,9 +70,13 @@ func parseDevinfo(text string) ([]devinfoDump, error) {
 			lastKey = k
 		case tabs == 1:
 			cur.Fields[k] = v
-			lastKey = k
+			lastKey, section = k, ""
+		case tabs == 2 && ok && port == nil && section != "":
+			// The lines of a sub-section of -v (tso_caps, rss_caps, ...).
+			cur.Fields[section+"."+k] = v
+			lastKey = section + "." + k
 		default:
-			// Deeper sub-sections of -v (tso_caps, rss_caps, ...).
+			return nil, fmt.Errorf("unexpected line %q", line)
 		}
 	}
 	return out, sc.Err()
@@ -147,12 +157,28 @@ var absentWithoutVerbs = map[string]bool{
 	"bad_pkey_cntr": true, "qkey_viol_cntr": true, "subnet_timeout": true, "init_type_reply": true,
 }
 
-// absentWithVerbs are the -v sections rdmainfo does not print: ODP, TSO,
-// RSS, packet pacing and the extended capability flags.
-var absentWithVerbs = map[string]bool{
-	"device_cap_flags_ex": true, "device_cap_flags_ex names": true, "rc_odp_caps names": true,
-	"uc_odp_caps names": true, "ud_odp_caps names": true, "xrc_odp_caps names": true,
-	"max_wq_type_rq": true,
+// absentWithVerbs are the -v lines rdmainfo does not print when it has the
+// device's uverbs answers: none.
+var absentWithVerbs = map[string]bool{}
+
+// exVerbsKeys are the -v lines of ibv_query_device_ex (ODP, clocks,
+// extended flags, TSO, RSS, packet pacing, tag matching) as rxe has them:
+// without uverbs rdmainfo cannot print them.
+var exVerbsKeys = []string{
+	"general_odp_caps", "rc_odp_caps", "rc_odp_caps names", "uc_odp_caps", "uc_odp_caps names",
+	"ud_odp_caps", "ud_odp_caps names", "xrc_odp_caps", "xrc_odp_caps names",
+	"completion_timestamp_mask not supported", "core clock not supported",
+	"device_cap_flags_ex", "device_cap_flags_ex names", "tso_caps", "tso_caps.max_tso",
+	"rss_caps", "rss_caps.max_rwq_indirection_tables", "rss_caps.max_rwq_indirection_table_size",
+	"rss_caps.rx_hash_function", "rss_caps.rx_hash_fields_mask", "max_wq_type_rq",
+	"packet_pacing_caps", "packet_pacing_caps.qp_rate_limit_min", "packet_pacing_caps.qp_rate_limit_max",
+	"tag matching not supported",
+}
+
+func init() {
+	for _, k := range exVerbsKeys {
+		absentWithoutVerbs[k] = true
+	}
 }
 
 func union(a, b map[string]bool) map[string]bool {

@@ -351,11 +351,18 @@ func (s *System) checkPort(r *Report, d sysfs.Device, p sysfs.Port) {
 			active, how = v.Ports[p.Num-1].ActiveMTU, "reported by the device"
 		}
 	}
+	mtuFix := "ip link set " + netdev + " mtu 1500"
 	switch b := uverbs.MTU(active).Bytes(); {
+	case RoCERouteMTU(nd.MTU) == 0:
+		// The port is ACTIVE with an active MTU of 256 (rxe rounds up), yet
+		// rdma_cm refuses the route: see RoCERouteMTU.
+		r.add("mtu/"+dp, Fail, mtuFix+" (rdma_cm needs a netdev MTU of at least "+itoa(MinRoCENetdevMTU)+")",
+			"netdev %s MTU %d is below %d: rdma_cm cannot resolve a route over it (RESOLVE_ROUTE fails with EINVAL: %d bytes of RoCE headers leave less than 256), although the device reports an active RDMA MTU of %d (%s)",
+			netdev, nd.MTU, MinRoCENetdevMTU, RoCEHeaderBytes, b, how)
 	case b == 0:
-		r.add("mtu/"+dp, Fail, "ip link set "+netdev+" mtu 1500", "netdev %s MTU %d is too small for any RDMA MTU", netdev, nd.MTU)
+		r.add("mtu/"+dp, Fail, mtuFix, "netdev %s MTU %d is too small for any RDMA MTU", netdev, nd.MTU)
 	case b < 1024:
-		r.add("mtu/"+dp, Warn, "ip link set "+netdev+" mtu 1500 (or 4176 for a 4096-byte RDMA MTU, if the network allows it)",
+		r.add("mtu/"+dp, Warn, mtuFix+" (or 4176 for a 4096-byte RDMA MTU, if the network allows it)",
 			"netdev %s MTU %d gives an active RDMA MTU of only %d (%s)", netdev, nd.MTU, b, how)
 	default:
 		r.add("mtu/"+dp, OK, "", "netdev %s MTU %d gives an active RDMA MTU of %d (%s)", netdev, nd.MTU, b, how)

@@ -195,6 +195,19 @@ func TestDiagnoseProblems(t *testing.T) {
 		{"small netdev MTU", func(t *testing.T, s *System, root string) {
 			writeFile(t, root, "sys/class/net/v0/mtu", "1000\n")
 		}, map[string]want{"mtu/rxe0/1": {Warn, "mtu 1500"}}},
+		// rdma_cm takes 96 bytes of RoCE headers off the netdev MTU and
+		// refuses a route below 256 (RoCERouteMTU), while rxe takes 80 and
+		// reports 256 anyway: 300–351 looks fine to the port and fails.
+		{"netdev MTU 300, the device reports 256", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "300\n")
+			s.Verbs = fixedVerbs{VerbsInfo{Ports: []PortAttr{{Port: 1, State: 4, MaxMTU: 5, ActiveMTU: 1}}}}
+		}, map[string]want{"mtu/rxe0/1": {Fail, "ip link set v0 mtu 1500"}}},
+		{"netdev MTU 351", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "351\n")
+		}, map[string]want{"mtu/rxe0/1": {Fail, "ip link set v0 mtu 1500"}}},
+		{"netdev MTU 352", func(t *testing.T, s *System, root string) {
+			writeFile(t, root, "sys/class/net/v0/mtu", "352\n")
+		}, map[string]want{"mtu/rxe0/1": {Warn, "ip link set v0 mtu 1500"}}},
 		{"no netlink", func(t *testing.T, s *System, root string) {
 			s.NL, s.NLErr = nil, errTest
 		}, map[string]want{"netlink": {Warn, "NETLINK_RDMA"}}},
@@ -227,4 +240,27 @@ func dropModule(t *testing.T, root, m string) {
 	}
 	writeFile(t, root, "proc/modules", strings.Join(keep, "\n")+"\n")
 	removeAll(t, root, "sys/module/"+m)
+}
+
+// TestDiagnoseNodeMode: the device nodes' permissions print as the octal
+// mode chmod takes, four digits, whatever the bits.
+func TestDiagnoseNodeMode(t *testing.T) {
+	for _, c := range []struct {
+		mode   os.FileMode
+		detail string
+	}{
+		{0o666, "/dev/infiniband/rdma_cm (0666) opens read-write"},
+		{0o066, "/dev/infiniband/rdma_cm (0066) opens read-write"},
+		{0o006, "/dev/infiniband/rdma_cm (0006) opens read-write"},
+		{0, "/dev/infiniband/rdma_cm is 0000 owned by"},
+	} {
+		s, root := fixtureSystem(t, labFixtures(t)[0])
+		if err := os.Chmod(filepath.Join(root, "dev/infiniband/rdma_cm"), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		s.Creds = Creds{UID: uint32(os.Getuid()) + 1000, GIDs: []uint32{54321}}
+		if got, _ := s.Diagnose().Find("rdma_cm"); !strings.Contains(got.Detail, c.detail) {
+			t.Errorf("mode %#o: rdma_cm: %q, want %q", c.mode, got.Detail, c.detail)
+		}
+	}
 }

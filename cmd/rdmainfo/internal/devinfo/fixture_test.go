@@ -37,6 +37,7 @@ func (f *fakeNL) CQs(uint32) ([]rdmanl.CQ, error)          { return nil, f.err }
 func (f *fakeNL) MRs(uint32) ([]rdmanl.MR, error)          { return nil, f.err }
 func (f *fakeNL) PDs(uint32) ([]rdmanl.PD, error)          { return nil, f.err }
 func (f *fakeNL) CMIDs(uint32) ([]rdmanl.CMID, error)      { return nil, f.err }
+func (f *fakeNL) SRQs(uint32) ([]rdmanl.SRQ, error)        { return nil, f.err }
 
 func loadFakeNL(t *testing.T, name string) *fakeNL {
 	t.Helper()

@@ -10,16 +10,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
@@ -218,11 +222,66 @@ func holdResources(t *testing.T, env labtest.Env) (pingpong, rping int) {
 	return cmds[0].Process.Pid, cmds[1].Process.Pid
 }
 
-// TestLabResourcesMatchRdma holds resources with C programs and compares
-// `rdmainfo resources [KIND] --json` with `rdma -j resource show [KIND]`.
+// holdSRQ creates, in this process, an SRQ with two RC QPs receiving from
+// it (no C tool holds one): PD, CQ, SRQ and QPs stay until the test ends.
+func holdSRQ(t *testing.T, env labtest.Env) {
+	t.Helper()
+	c, err := uverbs.Open(env.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() }) // destroys what it holds
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srq, err := pd.CreateSRQ(8, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := pd.CreateQP(uverbs.QPInitAttr{Type: uverbs.QPTypeRC, SendCQ: cq, RecvCQ: cq, SRQ: srq,
+			Cap: uverbs.QPCap{MaxSendWR: 1, MaxSendSGE: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// normSpace collapses each line's runs of blanks, as iproute2's text output
+// has doubled and trailing ones.
+func normSpace(text string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestLabResourcesMatchRdma holds resources with C programs and an SRQ of
+// its own, and compares `rdmainfo resources [KIND]` with `rdma [-j]
+// resource show [KIND]`, in JSON and in text.
 func TestLabResourcesMatchRdma(t *testing.T) {
 	s, env := liveSystem(t)
 	pp, rp := holdResources(t, env)
+	holdSRQ(t, env)
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pid the kernel reports for this process's objects: in the lab it
+	// was not os.Getpid(), so take it from the SRQ this test holds.
+	srqs, err := s.Resources("srq", env.Dev)
+	if err != nil || len(srqs) != 1 {
+		t.Fatalf("srqs %v, %v: want the one this test holds", srqs, err)
+	}
+	selfPID, _ := srqs[0]["pid"].(uint32)
+	if qps, _ := srqs[0]["lqpn"].([]string); len(qps) == 0 || srqs[0]["comm"] != strings.TrimSpace(string(self)) {
+		t.Errorf("want this process's SRQ with its QPs, got %v", srqs)
+	}
 	var rep ResourceReport
 	waitFor(t, 20*time.Second, "the C programs' resources", func() bool {
 		var err error
@@ -241,7 +300,7 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	// The programs may still be setting up (pingpong makes its QP last and
 	// then moves it to INIT): let them settle before comparing snapshots.
 	time.Sleep(time.Second)
-	rep, err := s.ResourceSummary(env.Dev)
+	rep, err = s.ResourceSummary(env.Dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +308,8 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	WriteResourceSummary(&buf, rep)
 	t.Logf("rdmainfo resources:\n%s", buf.String())
 	for _, p := range rep.Processes {
-		want := map[uint32]string{uint32(pp): "ibv_rc_pingpong", uint32(rp): "rping", 0: "ib_core"}[p.PID]
+		want := map[uint32]string{uint32(pp): "ibv_rc_pingpong", uint32(rp): "rping", 0: "ib_core",
+			selfPID: strings.TrimSpace(string(self))}[p.PID]
 		if p.Comm != want {
 			t.Errorf("process %d: comm %q, want %q", p.PID, p.Comm, want)
 		}
@@ -272,7 +332,28 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 		if len(rs) == 0 {
 			t.Errorf("no %s listed", kind)
 		}
-		jsonEqual(t, "resource show "+kind, rs, runTool(t, "rdma", "-j", "-d", "resource", "show", kind))
+		refJSON, refText := runTool(t, "rdma", "-j", "-d", "resource", "show", kind), runTool(t, "rdma", "-d", "resource", "show", kind)
+		var buf bytes.Buffer
+		WriteResources(&buf, kind, rs)
+		ours := normSpace(buf.String())
+		if kind == "srq" {
+			// iproute2 6.1 prints an SRQ's QP runs as its comm (res-srq.c
+			// reuses the buffer get_task_name filled); compare the rest.
+			rs = slices.Clone(rs)
+			for i := range rs {
+				rs[i] = maps.Clone(rs[i])
+				runs, _ := rs[i]["lqpn"].([]string)
+				if strings.Contains(refJSON, `"comm":"`+strings.Join(runs, ",")+`"`) {
+					t.Logf("iproute2 prints srq %v's comm as its QPs %v", rs[i]["srqn"], runs)
+					refText = strings.ReplaceAll(refText, "comm "+strings.Join(runs, ","), fmt.Sprintf("comm %v", rs[i]["comm"]))
+					refJSON = strings.ReplaceAll(refJSON, `"comm":"`+strings.Join(runs, ",")+`"`, fmt.Sprintf(`"comm":%q`, rs[i]["comm"]))
+				}
+			}
+		}
+		jsonEqual(t, "resource show "+kind, rs, refJSON)
+		if ref := normSpace(refText); ours != ref {
+			t.Errorf("resource show %s, text:\nrdmainfo:\n%s\nrdma:\n%s", kind, ours, ref)
+		}
 	}
 }
 
@@ -376,6 +457,10 @@ func TestLabDiagnoseAllClear(t *testing.T) {
 		if _, ok := r.Find(id); !ok {
 			t.Errorf("no check %s", id)
 		}
+	}
+	// The node's permissions print as the octal mode chmod takes.
+	if c, _ := r.Find("rdma_cm"); !strings.Contains(c.Detail, "/dev/infiniband/rdma_cm (0666) opens read-write") {
+		t.Errorf("rdma_cm: %q, want its mode as 0666", c.Detail)
 	}
 	c, _ := r.Find("mtu/" + env.Dev + "/1")
 	if !strings.Contains(c.Detail, "reported by the device") {
@@ -641,5 +726,109 @@ func TestLabDiagnoseMemlock(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// resolveRoute is what rping and rdmaping do first: rdma_resolve_addr and
+// rdma_resolve_route to addr, with package cm.
+func resolveRoute(t *testing.T, addr string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ch, err := cm.OpenChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(cm.PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, netip.AddrPortFrom(netip.MustParseAddr(addr), 7471), 0); err != nil {
+		t.Fatalf("resolve address %s: %v", addr, err)
+	}
+	return id.ResolveRoute(ctx, 0)
+}
+
+// TestLabDiagnoseSmallMTU sets the lab netdev's MTU to 300 and 351, where
+// rxe still reports an ACTIVE port with an active MTU of 256 but rdma_cm
+// refuses the route (RoCERouteMTU), and to 352, where the route resolves:
+// diagnose must fail the first two with `ip link set NETDEV mtu 1500` and
+// pass the third, and agree with rdma_cm's own answer each time.
+func TestLabDiagnoseSmallMTU(t *testing.T) {
+	labtest.OneNode(t, "changes this node's netdev MTU and looks at it locally")
+	s, env := liveSystem(t)
+	nd := labNetdev(t, env)
+	mtuFile := "/sys/class/net/" + nd + "/mtu"
+	b, err := os.ReadFile(mtuFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := strings.TrimSpace(string(b))
+	activeMTU := func() uint8 {
+		v, err := s.Verbs.Query(env.Dev)
+		if err != nil {
+			t.Fatalf("query %s: %v", env.Dev, err)
+		}
+		return v.Ports[0].ActiveMTU
+	}
+	setMTU := func(mtu string) {
+		t.Helper()
+		if err := os.WriteFile(mtuFile, []byte(mtu), 0o644); err != nil {
+			t.Fatalf("set the MTU of %s to %s: %v", nd, mtu, err)
+		}
+		m, _ := strconv.Atoi(mtu)
+		waitFor(t, 10*time.Second, fmt.Sprintf("%s to report the active MTU of a %d-byte netdev", env.Dev, m),
+			func() bool { return activeMTU() == RXEActiveMTU(m) })
+	}
+	t.Cleanup(func() {
+		setMTU(orig)
+		// Below 1280 the netdev lost its IPv6 link-local address and the
+		// GID table its entry: wait until the lab is all clear again.
+		waitFor(t, 30*time.Second, "diagnose to be all clear after restoring the MTU", func() bool {
+			for _, c := range s.Diagnose().Checks {
+				if c.Verdict != OK {
+					return false
+				}
+			}
+			return true
+		})
+	})
+	mtuID := "mtu/" + env.Dev + "/1"
+	for _, c := range []struct {
+		mtu  int
+		fail bool
+	}{{300, true}, {351, true}, {352, false}} {
+		setMTU(strconv.Itoa(c.mtu))
+		if got := uverbs.MTU(activeMTU()).Bytes(); got != 256 {
+			t.Errorf("netdev MTU %d: %s reports an active MTU of %d, want 256", c.mtu, env.Dev, got)
+		}
+		routeErr := resolveRoute(t, env.Addr)
+		if (routeErr != nil) != c.fail {
+			t.Errorf("netdev MTU %d: rdma_cm route resolution: %v, want failure %v", c.mtu, routeErr, c.fail)
+		}
+		var r Report
+		if c.fail {
+			r = s.Diagnose()
+		} else {
+			// The GID table follows the address changes a little later.
+			waitFor(t, 10*time.Second, "diagnose without FAIL", func() bool { r = s.Diagnose(); return !r.Blocking() })
+		}
+		var buf bytes.Buffer
+		WriteReport(&buf, r)
+		t.Logf("netdev MTU %d, route resolution: %v\n%s", c.mtu, routeErr, buf.String())
+		m, ok := r.Find(mtuID)
+		switch {
+		case !ok:
+			t.Errorf("netdev MTU %d: no check %s", c.mtu, mtuID)
+		case c.fail && (m.Verdict != Fail || !strings.HasPrefix(m.Fix, "ip link set "+nd+" mtu 1500")):
+			t.Errorf("netdev MTU %d: %+v, want FAIL with ip link set %s mtu 1500", c.mtu, m, nd)
+		case !c.fail && m.Verdict == Fail:
+			t.Errorf("netdev MTU %d: %+v, want no FAIL", c.mtu, m)
+		}
+		if r.Blocking() != c.fail {
+			t.Errorf("netdev MTU %d: Blocking() = %v, want %v", c.mtu, r.Blocking(), c.fail)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // ResourceKinds are the object types `rdmainfo resources KIND` lists.
-var ResourceKinds = []string{"qp", "cq", "mr", "pd", "cm_id"}
+var ResourceKinds = []string{"qp", "cq", "mr", "pd", "cm_id", "srq"}
 
 // Res is one tracked object in the shape of `rdma -j resource show KIND`:
 // the same keys, present or absent as iproute2 prints them.
@@ -27,7 +27,7 @@ type ProcessRes struct {
 	PID    uint32            `json:"pid,omitempty"`
 	Comm   string            `json:"comm"`
 	Kernel bool              `json:"kernel,omitempty"`
-	Counts map[string]uint64 `json:"counts"` // "qp", "cq", "mr", "pd", "cm_id"
+	Counts map[string]uint64 `json:"counts"` // "qp", "cq", "mr", "pd", "cm_id", "srq"
 }
 
 // ResourceReport is `rdmainfo resources`: per-device summaries and who holds
@@ -60,7 +60,7 @@ func (s *System) owner(r Res, o rdmanl.ResOwner) {
 
 func hexs(v uint64) string { return strconv.FormatUint(v, 16) }
 
-// Resources lists the objects of one kind ("qp", "cq", "mr", "pd", "cm_id")
+// Resources lists the objects of one kind ("qp", "cq", "mr", "pd", "cm_id", "srq")
 // on device dev (every device when dev is empty), like `rdma resource show
 // KIND`.
 func (s *System) Resources(kind, dev string) ([]Res, error) {
@@ -114,7 +114,10 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 			}
 			for _, c := range cqs {
 				r := base()
-				r["cqn"], r["cqe"], r["users"], r["adaptive-moderation"] = c.CQN, c.CQE, c.Users, c.DIM
+				r["cqn"], r["cqe"], r["users"] = c.CQN, c.CQE, c.Users
+				if c.HasDIM {
+					r["adaptive-moderation"] = c.DIM
+				}
 				if c.HasPollCtx {
 					r["poll-ctx"] = rdmanl.PollCtxName(c.PollCtx)
 				}
@@ -173,10 +176,43 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 				s.owner(r, c.ResOwner)
 				out = append(out, r)
 			}
+		case "srq":
+			srqs, err := s.NL.SRQs(d.Index)
+			if err != nil {
+				return nil, err
+			}
+			for _, q := range srqs {
+				r := base()
+				r["srqn"], r["type"] = q.SRQN, q.Type.String()
+				if len(q.QPs) > 0 {
+					// iproute2 prints the QPs as runs: ["17","18-20"].
+					runs := make([]string, len(q.QPs))
+					for i, qr := range q.QPs {
+						runs[i] = qr.String()
+					}
+					r["lqpn"] = runs
+				}
+				r["pdn"] = q.PDN
+				if q.HasCQ {
+					r["cqn"] = q.CQN
+				}
+				s.owner(r, q.ResOwner)
+				out = append(out, r)
+			}
 		}
 	}
 	if !found {
 		return nil, fmt.Errorf("no RDMA device %q (see `rdmainfo devices`)", dev)
+	}
+	if kind == "qp" || kind == "cm_id" {
+		// iproute2 lists these port by port (rd_exec_link), those bound to
+		// no port first.
+		sort.SliceStable(out, func(i, j int) bool {
+			pi, _ := out[i]["port"].(uint32)
+			pj, _ := out[j]["port"].(uint32)
+			return out[i]["ifindex"].(uint32) < out[j]["ifindex"].(uint32) ||
+				out[i]["ifindex"] == out[j]["ifindex"] && pi < pj
+		})
 	}
 	return out, nil
 }
@@ -206,6 +242,9 @@ func (s *System) ResourceSummary(dev string) (ResourceReport, error) {
 	}
 	procs := map[key]*ProcessRes{}
 	for _, kind := range ResourceKinds {
+		if kind == "srq" && !tracksSRQs(rep.Summary) {
+			continue // a kernel without SRQ tracking refuses the dump
+		}
 		rs, err := s.Resources(kind, dev)
 		if err != nil {
 			return ResourceReport{}, err
@@ -235,6 +274,19 @@ func (s *System) ResourceSummary(dev string) (ResourceReport, error) {
 	return rep, nil
 }
 
+// tracksSRQs reports whether the kernel counts SRQs (an "srq" entry in a
+// device's summary): only then does it answer RDMA_NLDEV_CMD_RES_SRQ_GET.
+func tracksSRQs(sums []rdmanl.ResSummary) bool {
+	for _, x := range sums {
+		for _, c := range x.Counts {
+			if c.Name == "srq" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // WriteResourceSummary prints the report: `rdma resource show` lines, then a
 // table of processes.
 func WriteResourceSummary(w io.Writer, rep ResourceReport) {
@@ -250,34 +302,45 @@ func WriteResourceSummary(w io.Writer, rep ResourceReport) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PID\tCOMM\tQP\tCQ\tMR\tPD\tCM_ID\t")
+	fmt.Fprintln(tw, "PID\tCOMM\tQP\tCQ\tMR\tPD\tCM_ID\tSRQ\t")
 	for _, p := range rep.Processes {
 		pid, comm := strconv.FormatUint(uint64(p.PID), 10), p.Comm
 		if p.Kernel {
 			pid, comm = "-", "["+comm+"]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", pid, comm, p.Counts["qp"], p.Counts["cq"], p.Counts["mr"], p.Counts["pd"], p.Counts["cm_id"])
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", pid, comm, p.Counts["qp"], p.Counts["cq"], p.Counts["mr"], p.Counts["pd"], p.Counts["cm_id"], p.Counts["srq"])
 	}
 	tw.Flush()
 }
 
-// resKeyOrder is the order iproute2 prints the keys of each kind in.
+// resKeyOrder is the order iproute2 prints the keys of each kind in
+// (rdma/res-*.c).
 var resKeyOrder = map[string][]string{
 	"qp":    {"port", "lqpn", "rqpn", "type", "state", "rq-psn", "sq-psn", "path-mig-state", "pdn", "pid", "comm"},
 	"cq":    {"cqn", "cqe", "users", "poll-ctx", "adaptive-moderation", "ctxn", "pid", "comm"},
 	"mr":    {"mrn", "rkey", "lkey", "iova", "mrlen", "pdn", "pid", "comm"},
-	"pd":    {"pdn", "local_dma_lkey", "unsafe_global_rkey", "users", "ctxn", "pid", "comm"},
-	"cm_id": {"port", "cm-idn", "lqpn", "qp-type", "state", "ps", "src-addr", "dst-addr", "pid", "comm"},
+	"pd":    {"pdn", "local_dma_lkey", "users", "unsafe_global_rkey", "ctxn", "pid", "comm"},
+	"cm_id": {"port", "cm-idn", "lqpn", "qp-type", "state", "ps", "pid", "comm", "src-addr", "dst-addr"},
+	"srq":   {"srqn", "type", "lqpn", "pdn", "cqn", "pid", "comm"},
 }
+
+// resHexKeys are the keys iproute2 prints with print_key: hexadecimal, with
+// a 0x prefix in text (its JSON has the digits alone, as Res holds them).
+var resHexKeys = map[string]bool{"rkey": true, "lkey": true, "iova": true, "local_dma_lkey": true, "unsafe_global_rkey": true}
 
 // WriteResources prints objects of one kind one per line, as `rdma resource
 // show KIND` does ("link rxe0/1 lqpn 1 type GSI state RTS sq-psn 0 comm
-// [ib_core]").
+// [ib_core]"): keys in 0x hex, adaptive-moderation on or off, an SRQ's QPs
+// as runs ("lqpn 17,18-20").
 func WriteResources(w io.Writer, kind string, rs []Res) {
 	for _, r := range rs {
 		var b strings.Builder
+		// qp and cm_id are per port (iproute2's print_link: "link rxe0/1",
+		// "link rxe0/-" before a port is bound); the others per device.
 		if p, ok := r["port"]; ok {
 			fmt.Fprintf(&b, "link %v/%v", r["ifname"], p)
+		} else if kind == "qp" || kind == "cm_id" {
+			fmt.Fprintf(&b, "link %v/-", r["ifname"])
 		} else {
 			fmt.Fprintf(&b, "dev %v", r["ifname"])
 		}
@@ -290,11 +353,18 @@ func WriteResources(w io.Writer, kind string, rs []Res) {
 			if k == "comm" && !user {
 				v = fmt.Sprintf("[%v]", v)
 			}
-			if bv, isBool := v.(bool); isBool {
-				if !bv {
-					continue
+			switch x := v.(type) {
+			case bool: // print_on_off
+				v = "off"
+				if x {
+					v = "on"
 				}
-				v = "on"
+			case []string:
+				v = strings.Join(x, ",")
+			case string:
+				if resHexKeys[k] {
+					v = "0x" + x
+				}
 			}
 			fmt.Fprintf(&b, " %s %v", k, v)
 		}

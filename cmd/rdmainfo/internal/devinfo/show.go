@@ -369,7 +369,113 @@ func writeDeviceAttrs(w io.Writer, d DeviceInfo, col int) {
 		ints(field{"max_srq_wr", a.MaxSRQWR}, field{"max_srq_sge", a.MaxSRQSGE})
 	}
 	ints(field{"max_pkeys", a.MaxPKeys}, field{"local_ca_ack_delay", int(a.LocalCAAckDelay)})
+	writeDeviceAttrsEx(w, a, col)
 	kv(w, 1, "num_comp_vectors", col, itoa(d.Verbs.NumCompVectors))
+}
+
+// names prints one flag name a line, as ibv_devinfo does, and the bits it
+// has no name for.
+func names(w io.Writer, f uint64, table []flagName, unknownFmt string) {
+	known := uint64(0)
+	for _, n := range table {
+		if f&n.bit != 0 {
+			fmt.Fprintf(w, "\t\t\t\t\t%s\n", n.name)
+		}
+		known |= n.bit
+	}
+	if f&^known != 0 {
+		fmt.Fprintf(w, "\t\t\t\t\tUnknown flags: "+unknownFmt+"\n", f&^known)
+	}
+}
+
+type flagName struct {
+	bit  uint64
+	name string
+}
+
+// Flag names of libibverbs/examples/devinfo.c (enum ibv_odp_transport_cap_bits,
+// ibv_odp_general_caps, the IBV_DEVICE_* bits above 31, ibv_raw_packet_caps,
+// and 1 << enum ibv_qp_type for supported_qp).
+var (
+	odpGeneralNames = []flagName{{1 << 0, "ODP_SUPPORT"}, {1 << 1, "ODP_SUPPORT_IMPLICIT"}}
+	odpTransNames   = []flagName{{1 << 0, "SUPPORT_SEND"}, {1 << 1, "SUPPORT_RECV"}, {1 << 2, "SUPPORT_WRITE"},
+		{1 << 3, "SUPPORT_READ"}, {1 << 4, "SUPPORT_ATOMIC"}, {1 << 5, "SUPPORT_SRQ"}, {1 << 6, "SUPPORT_FLUSH"},
+		{1 << 7, "SUPPORT_ATOMIC_WRITE"}}
+	capExNames = []flagName{{1 << 34, "RAW_SCATTER_FCS"}, {1 << 36, "PCI_WRITE_END_PADDING"}, {1 << 41, "CC_DMA_BOUNCE"}}
+	rawNames   = []flagName{{1 << 0, "C-VLAN stripping offload"}, {1 << 1, "Scatter FCS offload"}, {1 << 2, "IP csum offload"},
+		{1 << 3, "Delay drop"}}
+	qptNames = []flagName{{1 << 8, "SUPPORT_RAW_PACKET"}, {1 << 4, "SUPPORT_UD"}}
+)
+
+// writeDeviceAttrsEx prints what ibv_devinfo -v prints from
+// ibv_query_device_ex after local_ca_ack_delay, in its order and with its
+// conventions: sections that are absent print "not supported", zero caps
+// print "NO SUPPORT", and the TSO, RSS hash and packet-pacing numbers —
+// which only a provider's driver data carries, and rxe's carries none — are
+// the zeros libibverbs reports.
+func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
+	fmt.Fprintln(w, "\tgeneral_odp_caps:")
+	names(w, a.ODPGeneralCaps, odpGeneralNames, "0x%X")
+	for _, t := range []struct {
+		k    string
+		caps uint32
+	}{{"rc_odp_caps", a.RCODPCaps}, {"uc_odp_caps", a.UCODPCaps}, {"ud_odp_caps", a.UDODPCaps}, {"xrc_odp_caps", a.XRCODPCaps}} {
+		fmt.Fprintf(w, "\t%s:\n", t.k)
+		if t.caps == 0 {
+			fmt.Fprintln(w, "\t\t\t\t\tNO SUPPORT")
+		} else {
+			names(w, uint64(t.caps), odpTransNames, "0x%X")
+		}
+	}
+	if a.CompletionTimestampMask != 0 {
+		kv(w, 1, "completion timestamp_mask", col+16, fmt.Sprintf("0x%016x", a.CompletionTimestampMask))
+	} else {
+		fmt.Fprintln(w, "\tcompletion_timestamp_mask not supported")
+	}
+	if a.HCACoreClock != 0 {
+		kv(w, 1, "hca_core_clock", col, fmt.Sprintf("%dkHZ", a.HCACoreClock))
+	} else {
+		fmt.Fprintln(w, "\tcore clock not supported")
+	}
+	if a.RawPacketCaps != 0 {
+		fmt.Fprintln(w, "\traw packet caps:")
+		names(w, uint64(a.RawPacketCaps), rawNames, "0x%X")
+	}
+	kv(w, 1, "device_cap_flags_ex", col, fmt.Sprintf("0x%X", a.DeviceCapFlagsEx))
+	names(w, a.DeviceCapFlagsEx&0xffffffff00000000, capExNames, "0x%X")
+	fmt.Fprintln(w, "\ttso_caps:")
+	kv(w, 2, "max_tso", col, "0")
+	fmt.Fprintln(w, "\trss_caps:")
+	kv(w, 2, "max_rwq_indirection_tables", col+24, itoa(int(a.MaxRWQIndirectionTables)))
+	kv(w, 2, "max_rwq_indirection_table_size", col+24, itoa(int(a.MaxRWQIndirectionTableSize)))
+	kv(w, 2, "rx_hash_function", col+24, "0x0")
+	kv(w, 2, "rx_hash_fields_mask", col+24, "0x0")
+	if a.RSSSupportedQPTs != 0 {
+		fmt.Fprintln(w, "\t\tsupported_qp:")
+		names(w, uint64(a.RSSSupportedQPTs), qptNames, "0x%X")
+	}
+	kv(w, 1, "max_wq_type_rq", col, itoa(int(a.MaxWQTypeRQ)))
+	fmt.Fprintln(w, "\tpacket_pacing_caps:")
+	kv(w, 2, "qp_rate_limit_min", 24, "0kbps")
+	kv(w, 2, "qp_rate_limit_max", 24, "0kbps")
+	if a.TMMaxNumTags != 0 {
+		kv(w, 1, "max_rndv_hdr_size", col, itoa(int(a.TMMaxRndvHdrSize)))
+		kv(w, 1, "max_num_tags", col, itoa(int(a.TMMaxNumTags)))
+		kv(w, 1, "max_ops", col, itoa(int(a.TMMaxOps)))
+		kv(w, 1, "max_sge", col, itoa(int(a.TMMaxSGE)))
+		fmt.Fprintln(w, "\tflags:")
+		if a.TMFlags&1 != 0 {
+			fmt.Fprintln(w, "\t\t\t\t\tIBV_TM_CAP_RC")
+		}
+	} else {
+		fmt.Fprintln(w, "\ttag matching not supported")
+	}
+	if a.MaxCQModerationCount != 0 && a.MaxCQModerationPeriod != 0 {
+		fmt.Fprintf(w, "\n\tcq moderation caps:\n\t\tmax_cq_count:\t%d\n\t\tmax_cq_period:\t%d us\n\n", a.MaxCQModerationCount, a.MaxCQModerationPeriod)
+	}
+	if a.MaxDMSize != 0 {
+		fmt.Fprintf(w, "\tmaximum available device memory:\t%dBytes\n\n", a.MaxDMSize)
+	}
 }
 
 func writeCapFlags(w io.Writer, f uint32, col int) {

@@ -4,6 +4,7 @@ package devinfo
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,9 +89,18 @@ func TestDecoders(t *testing.T) {
 	if _, _, ok := ParseRate("fast"); ok {
 		t.Error("a rate without (WIDTH SPEED) was accepted")
 	}
-	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 0, 4176: 4096, 4175: 2048} {
+	// rxe_set_mtu turns "below 256" into IB_MTU_256: a 300-byte netdev
+	// gives 256, as the lab's device reports (TestLabDiagnoseSmallMTU).
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 1100: 512, 1104: 1024, 300: 256, 68: 256, 591: 256, 592: 512,
+		4176: 4096, 4175: 2048} {
 		if got := uverbs.MTU(RXEActiveMTU(mtu)).Bytes(); got != want {
 			t.Errorf("netdev MTU %d: active %d, want %d", mtu, got, want)
+		}
+	}
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 300: 0, 351: 0, 352: 256, 607: 256, 608: 512, 1119: 512,
+		1120: 1024, 4192: 4096} {
+		if got := uverbs.MTU(RoCERouteMTU(mtu)).Bytes(); got != want {
+			t.Errorf("netdev MTU %d: rdma_cm path MTU %d, want %d", mtu, got, want)
 		}
 	}
 	if got := FWString(0x100020003); got != "1.2.3" {
@@ -240,6 +250,22 @@ func verbsFromDump(t *testing.T, d devinfoDump) VerbsInfo {
 		MaxAH: i("max_ah"), MaxFMR: i("max_fmr"), MaxSRQ: i("max_srq"), MaxSRQWR: i("max_srq_wr"),
 		MaxSRQSGE: i("max_srq_sge"), MaxPKeys: i("max_pkeys"), LocalCAAckDelay: uint8(num(f, "local_ca_ack_delay")),
 	}
+	// The -v lines of ibv_query_device_ex, as rxe has them: flag names,
+	// "not supported" remarks and zeros.
+	a.DeviceCapFlagsEx = num(f, "device_cap_flags_ex")
+	a.MaxWQTypeRQ = uint32(num(f, "max_wq_type_rq"))
+	a.MaxRWQIndirectionTables = uint32(num(f, "rss_caps.max_rwq_indirection_tables"))
+	a.MaxRWQIndirectionTableSize = uint32(num(f, "rss_caps.max_rwq_indirection_table_size"))
+	for _, k := range []string{"rc_odp_caps names", "uc_odp_caps names", "ud_odp_caps names", "xrc_odp_caps names"} {
+		if f[k] != "NO SUPPORT" {
+			t.Fatalf("%s = %q: the fixture's device has ODP; teach verbsFromDump its names", k, f[k])
+		}
+	}
+	for _, k := range []string{"completion_timestamp_mask not supported", "core clock not supported", "tag matching not supported"} {
+		if _, ok := f[k]; !ok {
+			t.Fatalf("ibv_devinfo -v did not print %q", k)
+		}
+	}
 	v := VerbsInfo{Device: a, NumCompVectors: i("num_comp_vectors")}
 	for pi, p := range d.Ports {
 		u8 := func(k string) uint8 { return uint8(num(p, k)) }
@@ -294,3 +320,71 @@ func TestResourcesBadKind(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteResourcesText checks the text of `rdmainfo resources KIND`
+// against what iproute2's rdma/res-*.c prints for the same attributes:
+// print_key's 0x, print_on_off's adaptive-moderation on/off, the runs of an
+// SRQ's QPs, and pd's key order (users before unsafe_global_rkey).
+func TestWriteResourcesText(t *testing.T) {
+	mr := rdmanl.MR{DevIndex: 1, DevName: "rxe0", RKey: 0x1a2b, LKey: 0x1a2b, IOVA: 0x7f0000001000, Len: 4096, MRN: 3, PDN: 2, ResOwner: rdmanl.ResOwner{PID: 77}}
+	pd := rdmanl.PD{DevIndex: 1, DevName: "rxe0", LocalDMALKey: 0x10, UnsafeGlobalRKey: 0x99, Users: 2, PDN: 1, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}}
+	cqs := []rdmanl.CQ{
+		{DevIndex: 1, DevName: "rxe0", CQE: 63, Users: 1, CQN: 4, CtxN: 1, HasDIM: true, ResOwner: rdmanl.ResOwner{PID: 77}},
+		{DevIndex: 1, DevName: "rxe0", CQE: 127, Users: 2, CQN: 5, PollCtx: 2, HasPollCtx: true, DIM: true, HasDIM: true, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}},
+	}
+	srq := rdmanl.SRQ{DevIndex: 1, DevName: "rxe0", SRQN: 1, PDN: 2, QPs: []rdmanl.QPRange{{Min: 17, Max: 17}, {Min: 18, Max: 20}}, ResOwner: rdmanl.ResOwner{PID: 77}}
+	qps := []rdmanl.QP{{DevIndex: 1, DevName: "rxe0", LQPN: 17, Type: 2, PDN: 2, ResOwner: rdmanl.ResOwner{PID: 77}},
+		{DevIndex: 1, DevName: "rxe0", Port: 1, LQPN: 1, Type: 1, State: 3, ResOwner: rdmanl.ResOwner{KernName: "ib_core"}}}
+	nl := &resNL{fakeNL: fakeNL{devs: []rdmanl.Device{{Index: 1, Name: "rxe0"}}}, mrs: []rdmanl.MR{mr}, pds: []rdmanl.PD{pd}, cqs: cqs,
+		srqs: []rdmanl.SRQ{srq}, qps: qps}
+	root := t.TempDir()
+	writeFile(t, root, "proc/77/comm", "holder\n")
+	s := &System{FS: sysfs.New(root), NL: nl}
+	for kind, want := range map[string]string{
+		"mr": "dev rxe0 mrn 3 rkey 0x1a2b lkey 0x1a2b iova 0x7f0000001000 mrlen 4096 pdn 2 pid 77 comm holder\n",
+		"pd": "dev rxe0 pdn 1 local_dma_lkey 0x10 users 2 unsafe_global_rkey 0x99 comm [ib_core]\n",
+		"cq": "dev rxe0 cqn 4 cqe 63 users 1 adaptive-moderation off ctxn 1 pid 77 comm holder\n" +
+			"dev rxe0 cqn 5 cqe 127 users 2 poll-ctx WORKQUEUE adaptive-moderation on comm [ib_core]\n",
+		"srq": "dev rxe0 srqn 1 type BASIC lqpn 17,18-20 pdn 2 pid 77 comm holder\n",
+		// A QP not yet bound to a port: print_link's "rxe0/-".
+		"qp": "link rxe0/- lqpn 17 type RC state RESET sq-psn 0 pdn 2 pid 77 comm holder\n" +
+			"link rxe0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]\n",
+	} {
+		rs, err := s.Resources(kind, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		WriteResources(&buf, kind, rs)
+		if buf.String() != want {
+			t.Errorf("resources %s:\n got %q\nwant %q", kind, buf.String(), want)
+		}
+	}
+	// JSON keeps iproute2's -j shapes: hex digits without 0x, a bool, the
+	// QP runs as strings.
+	rs, _ := s.Resources("srq", "")
+	if got, _ := json.Marshal(rs); string(got) != `[{"comm":"holder","ifindex":1,"ifname":"rxe0","lqpn":["17","18-20"],"pdn":2,"pid":77,"srqn":1,"type":"BASIC"}]` {
+		t.Errorf("srq JSON %s", got)
+	}
+	rs, _ = s.Resources("mr", "")
+	if rs[0]["rkey"] != "1a2b" {
+		t.Errorf("mr JSON rkey %v, want 1a2b as rdma -j prints it", rs[0]["rkey"])
+	}
+}
+
+// resNL is a fakeNL that lists objects.
+type resNL struct {
+	fakeNL
+	mrs  []rdmanl.MR
+	pds  []rdmanl.PD
+	cqs  []rdmanl.CQ
+	srqs []rdmanl.SRQ
+	qps  []rdmanl.QP
+}
+
+func (f *resNL) QPs(uint32) ([]rdmanl.QP, error) { return f.qps, nil }
+
+func (f *resNL) MRs(uint32) ([]rdmanl.MR, error)   { return f.mrs, nil }
+func (f *resNL) PDs(uint32) ([]rdmanl.PD, error)   { return f.pds, nil }
+func (f *resNL) CQs(uint32) ([]rdmanl.CQ, error)   { return f.cqs, nil }
+func (f *resNL) SRQs(uint32) ([]rdmanl.SRQ, error) { return f.srqs, nil }

@@ -64,6 +64,7 @@ type Netlink interface {
 	MRs(dev uint32) ([]rdmanl.MR, error)
 	PDs(dev uint32) ([]rdmanl.PD, error)
 	CMIDs(dev uint32) ([]rdmanl.CMID, error)
+	SRQs(dev uint32) ([]rdmanl.SRQ, error)
 }
 
 // Addrs returns the IP addresses assigned to a network interface.

@@ -58,6 +58,29 @@ type DeviceAttr struct {
 	MaxPKeys              int    `json:"max_pkeys"`
 	LocalCAAckDelay       uint8  `json:"local_ca_ack_delay"`
 	DeviceCapFlagsEx      uint64 `json:"device_cap_flags_ex,omitempty"`
+
+	// From the extended query (ibv_query_device_ex); zero when the kernel
+	// does not report them.
+	ODPGeneralCaps             uint64 `json:"general_odp_caps"`
+	RCODPCaps                  uint32 `json:"rc_odp_caps"`
+	UCODPCaps                  uint32 `json:"uc_odp_caps"`
+	UDODPCaps                  uint32 `json:"ud_odp_caps"`
+	XRCODPCaps                 uint32 `json:"xrc_odp_caps"`
+	CompletionTimestampMask    uint64 `json:"completion_timestamp_mask"`
+	HCACoreClock               uint64 `json:"hca_core_clock"` // kHz
+	RawPacketCaps              uint32 `json:"raw_packet_caps"`
+	RSSSupportedQPTs           uint32 `json:"rss_supported_qpts"`
+	MaxRWQIndirectionTables    uint32 `json:"max_rwq_indirection_tables"`
+	MaxRWQIndirectionTableSize uint32 `json:"max_rwq_indirection_table_size"`
+	MaxWQTypeRQ                uint32 `json:"max_wq_type_rq"`
+	TMMaxRndvHdrSize           uint32 `json:"max_rndv_hdr_size"`
+	TMMaxNumTags               uint32 `json:"max_num_tags"`
+	TMFlags                    uint32 `json:"tm_flags"`
+	TMMaxOps                   uint32 `json:"max_ops"`
+	TMMaxSGE                   uint32 `json:"tm_max_sge"`
+	MaxCQModerationCount       uint16 `json:"max_cq_count"`
+	MaxCQModerationPeriod      uint16 `json:"max_cq_period"` // microseconds
+	MaxDMSize                  uint64 `json:"max_dm_size"`
 }
 
 // PortAttr is the part of struct ibv_port_attr package uverbs returns.
@@ -92,23 +115,44 @@ func FWString(v uint64) string {
 	return itoa(int(v>>32&0xffff)) + "." + itoa(int(v>>16&0xffff)) + "." + itoa(int(v&0xffff))
 }
 
-// RXEActiveMTU is the active MTU enum Soft-RoCE picks for a netdev MTU
-// (drivers/infiniband/sw/rxe: eth_mtu_int_to_enum, which subtracts
-// RXE_MAX_HDR_LENGTH = 80 bytes of headers, capped at 4096); 0 if the netdev
-// MTU is too small for any RDMA MTU.
+// RXEActiveMTU is the active MTU enum Soft-RoCE gives its port for a netdev
+// MTU: drivers/infiniband/sw/rxe (rxe.c rxe_set_mtu, called on creation and
+// on every NETDEV_CHANGEMTU from rxe_net.c) takes eth_mtu_int_to_enum
+// (rxe_param.h: subtract RXE_MAX_HDR_LENGTH = 80 bytes of headers, round
+// down to an IB MTU, 0 below 256), caps it at 4096 and turns 0 into
+// IB_MTU_256. So every netdev MTU below 592 gives 256: the port never says
+// that its MTU is too small (see RoCERouteMTU for what does).
 func RXEActiveMTU(netdevMTU int) uint8 {
-	m := netdevMTU - 80
-	switch {
-	case m < 256:
-		return 0
-	case m < 512:
-		return 1
-	case m < 1024:
-		return 2
-	case m < 2048:
-		return 3
-	case m < 4096:
-		return 4
-	}
-	return 5
+	return max(ibMTUFloor(netdevMTU-80), 1)
 }
+
+// ibMTUFloor is the largest IB MTU enum (1=256 ... 5=4096) of at most n
+// bytes, 0 below 256: rxe_mtu_int_to_enum and the ladder of iboe_get_mtu.
+func ibMTUFloor(n int) uint8 {
+	m := uint8(0)
+	for b := 256; b <= 4096 && n >= b; b *= 2 {
+		m++
+	}
+	return m
+}
+
+// RoCEHeaderBytes is what rdma_cm takes off a netdev MTU to get a RoCE path
+// MTU (include/rdma/ib_addr.h, iboe_get_mtu): IB_GRH_BYTES 40 + IB_UDP_BYTES
+// 8 + IB_BTH_BYTES 12 + IB_EXT_XRC_BYTES 4 + IB_EXT_ATOMICETH_BYTES 28 +
+// IB_ICRC_BYTES 4, the largest header a RoCE v2 packet can carry.
+const RoCEHeaderBytes = 96
+
+// MinRoCENetdevMTU is the smallest netdev MTU over which rdma_cm resolves a
+// RoCE route: 256 + RoCEHeaderBytes = 352.
+const MinRoCENetdevMTU = 256 + RoCEHeaderBytes
+
+// RoCERouteMTU is the path MTU enum rdma_cm puts in a RoCE route over a
+// netdev with this MTU (drivers/infiniband/core/cma.c,
+// cma_resolve_iboe_route: path_rec->mtu = iboe_get_mtu(ndev->mtu)), or 0
+// below MinRoCENetdevMTU. For 0, cma_resolve_iboe_route returns -EINVAL, so
+// rdma_resolve_route (RDMA_USER_CM_CMD_RESOLVE_ROUTE) fails for every
+// rdma_cm program (rping, rdmaping, ...) — while Soft-RoCE still reports an
+// ACTIVE port with an active MTU of 256 (RXEActiveMTU), since rxe subtracts
+// only 80 bytes and rounds 0 up to 256. Netdev MTUs 300–351 are the trap:
+// the device looks usable and rdma_cm is not.
+func RoCERouteMTU(netdevMTU int) uint8 { return ibMTUFloor(netdevMTU - RoCEHeaderBytes) }

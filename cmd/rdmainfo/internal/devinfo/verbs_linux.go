@@ -20,9 +20,13 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 		return VerbsInfo{}, err
 	}
 	defer c.Close()
-	a, err := c.QueryDevice()
+	a, err := c.QueryDeviceEx()
 	if err != nil {
-		return VerbsInfo{}, err
+		// Kernels without EX_QUERY_DEVICE: the base attributes only, as
+		// libibverbs falls back to.
+		if a, err = c.QueryDevice(); err != nil {
+			return VerbsInfo{}, err
+		}
 	}
 	info := VerbsInfo{
 		NumCompVectors: c.NumCompVectors(),
@@ -37,7 +41,14 @@ func (UverbsQuerier) Query(dev string) (VerbsInfo, error) {
 			MaxEERdAtom: a.MaxEERdAtom, MaxEEInitRdAtom: a.MaxEEInitRdAtom, MaxEE: a.MaxEE, MaxRDD: a.MaxRDD,
 			MaxRawIPv6QP: a.MaxRawIPv6QP, MaxRawEthyQP: a.MaxRawEthyQP, MaxMcastGrp: a.MaxMcastGrp,
 			MaxMcastQPAttach: a.MaxMcastQPAttach, MaxTotalMcastQPAttach: a.MaxTotalMcastQPAttach,
-			MaxFMR: a.MaxFMR, MaxMapPerFMR: a.MaxMapPerFMR,
+			MaxFMR: a.MaxFMR, MaxMapPerFMR: a.MaxMapPerFMR, DeviceCapFlagsEx: a.DeviceCapFlagsEx,
+			ODPGeneralCaps: a.ODPGeneralCaps, RCODPCaps: a.RCODPCaps, UCODPCaps: a.UCODPCaps, UDODPCaps: a.UDODPCaps,
+			XRCODPCaps: a.XRCODPCaps, CompletionTimestampMask: a.CompletionTimestampMask, HCACoreClock: a.HCACoreClock,
+			RawPacketCaps: a.RawPacketCaps, RSSSupportedQPTs: a.RSSSupportedQPTs, MaxRWQIndirectionTables: a.MaxRWQIndirectionTables,
+			MaxRWQIndirectionTableSize: a.MaxRWQIndirectionTableSize, MaxWQTypeRQ: a.MaxWQTypeRQ,
+			TMMaxRndvHdrSize: a.TMMaxRndvHdrSize, TMMaxNumTags: a.TMMaxNumTags, TMFlags: a.TMFlags, TMMaxOps: a.TMMaxOps,
+			TMMaxSGE: a.TMMaxSGE, MaxCQModerationCount: a.MaxCQModerationCount, MaxCQModerationPeriod: a.MaxCQModerationPeriod,
+			MaxDMSize: a.MaxDMSize,
 		},
 	}
 	for p := 1; p <= a.PhysPortCnt; p++ {
