@@ -499,6 +499,16 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // ErrDeviceRemoved or ErrClosed. A wait on an empty CQ thus ends when the
 // connection does, not at ctx's deadline, whether or not anything was
 // posted. One goroutine at a time may wait on the connection's channel.
+//
+// The peer's disconnect can overtake a completion: the connection moves
+// the QP to the error state on DISCONNECTED, and a device that completes
+// work asynchronously (rxe on Linux 6.12 completes sends from a work
+// queue) then flushes a send whose acknowledgement had arrived. So a send
+// that fails with IBV_WC_WR_FLUSH_ERR, or whose wait ends with
+// ErrDisconnected, after the peer disconnected may have been delivered:
+// in an exchange where the peer answers each message, its answer (already
+// in the receive CQ if it came) is the proof; after the last message the
+// disconnect is the peer's own end.
 func (c *Conn) Wait(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error) {
 	if len(cqs) == 0 {
 		both := [2]*uverbs.CQ{c.sendCQ, c.recvCQ}
