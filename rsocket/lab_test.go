@@ -60,11 +60,11 @@ func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
 // runRefused runs the C client mk makes (a new command each time), again
 // while its failure is a refusal (refusedBy: rsockets' ECONNREFUSED, no
 // listener on the port yet), pausing 100 ms, until it succeeds, fails
-// otherwise or ctx ends; each run's output goes to the test log. It
-// returns the last run's output; its error carries that output.
-func runRefused(ctx context.Context, t *testing.T, refusedBy func(out []byte, err error) bool, mk func() *exec.Cmd) ([]byte, error) {
+// otherwise or ctx ends; each run's output goes to the test log, and the
+// error carries the last run's.
+func runRefused(ctx context.Context, t *testing.T, refusedBy func(out []byte, err error) bool, mk func() *exec.Cmd) error {
 	refused := errors.New("connection refused")
-	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, refused) }, func() ([]byte, error) {
+	_, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, refused) }, func() ([]byte, error) {
 		cmd := mk()
 		out, err := cmd.CombinedOutput()
 		t.Logf("%s %s:\n%s", filepath.Base(cmd.Args[0]), strings.Join(cmd.Args[1:], " "), out)
@@ -76,6 +76,7 @@ func runRefused(ctx context.Context, t *testing.T, refusedBy func(out []byte, er
 		}
 		return out, fmt.Errorf("%s: %v: %s", filepath.Base(cmd.Args[0]), err, out)
 	})
+	return err
 }
 
 // rstreamRefused: rstream's perror after rconnect failed with ECONNREFUSED.
@@ -252,8 +253,7 @@ func TestLabRstream(t *testing.T) {
 			name := fmt.Sprintf("%d×%d/C-%s", sz.count, sz.size, map[bool]string{true: "server", false: "client"}[cServer])
 			t.Run(name, func(t *testing.T) {
 				runC := func(extra ...string) error {
-					_, err := runRefused(ctx, t, rstreamRefused, func() *exec.Cmd { return cTool(t, ctx, false, "rstream", append(args, extra...)...) })
-					return err
+					return runRefused(ctx, t, rstreamRefused, func() *exec.Cmd { return cTool(t, ctx, false, "rstream", append(args, extra...)...) })
 				}
 				goServer := func() error {
 					l := listenLab(t, ctx, e, port, Options{})
@@ -341,7 +341,7 @@ func TestLabCurlHTTP(t *testing.T) {
 		out := filepath.Join("/tmp", "rsocket-curl-"+e.Node)
 		// With two nodes the server may still be on an earlier test: curl
 		// connects again while nothing listens.
-		if _, err := runRefused(ctx, t, curlRefused, func() *exec.Cmd {
+		if err := runRefused(ctx, t, curlRefused, func() *exec.Cmd {
 			return cTool(t, ctx, true, "curl", "-sS", "--fail", "--max-time", "60", "-o", out, "http://"+e.Peer+":"+port+"/file")
 		}); err != nil {
 			return fmt.Errorf("curl under librspreload: %v", err)

@@ -258,10 +258,9 @@ type Result struct {
 
 	SourceSHA256 string // sha256sum of the file on node 1
 	// Verify is how rdmacp verified (crc32c, its default, or sha256);
-	// SentSum and RecvSum the checksums its two ends report.
+	// SentSum and RecvSum the checksums its two ends report (with sha256,
+	// their SHA-256 digests).
 	Verify, SentSum, RecvSum string
-	SentSHA256               string  // rdmacp send's own SHA-256 (Verify sha256)
-	RecvSHA256               string  // rdmacp recv's SHA-256 of what arrived (Verify sha256)
 	NewSHA256                string  // sha256sum of the new file on node 0
 	SentBytes                int64   // bytes rdmacp send moved
 	Seconds                  float64 // rdmacp send's time
@@ -326,8 +325,6 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Result, err
 		Verify:       mode,
 		SentSum:      ssum,
 		RecvSum:      rsum,
-		SentSHA256:   f.send.Files[0].SHA256,
-		RecvSHA256:   f.recv.Files[0].SHA256,
 		NewSHA256:    f.recvRehash,
 		SentBytes:    f.send.Bytes,
 		Seconds:      f.send.Seconds,

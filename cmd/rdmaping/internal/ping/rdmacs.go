@@ -72,8 +72,8 @@ func (c *CS) Client(ctx context.Context, msg []byte) error {
 	if err := c.post(msg); err != nil {
 		return fmt.Errorf("rdma_post_send: %w", err)
 	}
-	if _, err := c.l.AwaitSent(ctx, uverbs.WCSend); err != nil {
-		return fmt.Errorf("rdma_get_send_comp: %w", err)
+	if err := c.sent(ctx); err != nil {
+		return err
 	}
 	return c.recvMsg(ctx)
 }
@@ -87,14 +87,15 @@ func (c *CS) Server(ctx context.Context, msg []byte) error {
 	if err := c.post(msg); err != nil {
 		return fmt.Errorf("rdma_post_send: %w", err)
 	}
-	return c.answered(ctx)
+	return c.sent(ctx)
 }
 
-// answered waits for the completion of the server's answer (its
-// rdma_get_send_comp); rdma_client disconnects once it has the answer (see
-// Link.AwaitSent). rdma_server in C never looks at the disconnect and gets
-// the send's success; this ends as it does.
-func (c *CS) answered(ctx context.Context) error {
+// sent waits for the completion of this side's message (rdma_get_send_comp)
+// with Link.AwaitSent: the client's message is proven by the server's
+// answer, and the server's answer is the exchange's last, after which
+// rdma_client disconnects. rdma_server and rdma_client in C never look at
+// the disconnect and get the send's success; this ends as they do.
+func (c *CS) sent(ctx context.Context) error {
 	if _, err := c.l.AwaitSent(ctx, uverbs.WCSend); err != nil {
 		return fmt.Errorf("rdma_get_send_comp: %w", err)
 	}

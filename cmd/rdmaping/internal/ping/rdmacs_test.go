@@ -42,15 +42,15 @@ func TestCSAnswered(t *testing.T) {
 			l := &Link{Wait: fakeWait(tc.batches, tc.end), Done: tc.done, Err: func() error { return gone }}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			err := (&CS{l: l}).answered(ctx)
+			err := (&CS{l: l}).sent(ctx)
 			if tc.err == "" {
 				if err != nil {
-					t.Fatalf("answered: %v, want the exchange done", err)
+					t.Fatalf("sent: %v, want the exchange done", err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("answered: %v, want an error with %q", err, tc.err)
+				t.Fatalf("sent: %v, want an error with %q", err, tc.err)
 			}
 		})
 	}
