@@ -210,26 +210,40 @@ func parseResTable(b []byte, tableAttr, entryAttr uint16) (resTable, error) {
 		case abi.RDMA_NLDEV_ATTR_DEV_NAME:
 			t.devName = a.String()
 		case tableAttr:
-			ents, err := netlink.ParseAttrs(a.Data)
+			ents, err := tableEntries(a.Data, entryAttr,
+				fmt.Sprintf("resource table %d", tableAttr), fmt.Sprintf("resource entry %d", entryAttr))
 			if err != nil {
-				return resTable{}, fmt.Errorf("rdma netlink: resource table %d: %w", tableAttr, err)
+				return resTable{}, err
 			}
-			for _, e := range ents {
-				if e.Type != entryAttr {
-					continue
-				}
-				fields, err := netlink.ParseAttrs(e.Data)
-				if err != nil {
-					return resTable{}, fmt.Errorf("rdma netlink: resource entry %d: %w", entryAttr, err)
-				}
-				t.entries = append(t.entries, fields)
-			}
+			t.entries = append(t.entries, ents...)
 		}
 	}
 	if t.devName == "" {
 		return resTable{}, fmt.Errorf("rdma netlink: resource dump without a device name")
 	}
 	return t, nil
+}
+
+// tableEntries decodes a nested table (RDMA_NLDEV_ATTR_RES_QP, ...) into the
+// attributes of each of its entries of type entryAttr; table and entry name
+// the two levels in its errors.
+func tableEntries(b []byte, entryAttr uint16, table, entry string) ([][]netlink.Attr, error) {
+	ents, err := netlink.ParseAttrs(b)
+	if err != nil {
+		return nil, fmt.Errorf("rdma netlink: %s: %w", table, err)
+	}
+	var out [][]netlink.Attr
+	for _, e := range ents {
+		if e.Type != entryAttr {
+			continue
+		}
+		fields, err := netlink.ParseAttrs(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("rdma netlink: %s: %w", entry, err)
+		}
+		out = append(out, fields)
+	}
+	return out, nil
 }
 
 // owner and driver attributes are common to every entry type.
@@ -619,19 +633,12 @@ func parseSRQs(b []byte) ([]SRQ, error) {
 // parseQPRanges decodes an SRQ's RDMA_NLDEV_ATTR_RES_QP table
 // (nldev.c fill_res_srq_qps).
 func parseQPRanges(b []byte) ([]QPRange, error) {
-	ents, err := netlink.ParseAttrs(b)
+	ents, err := tableEntries(b, abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY, "SRQ QP table", "SRQ QP entry")
 	if err != nil {
-		return nil, fmt.Errorf("rdma netlink: SRQ QP table: %w", err)
+		return nil, err
 	}
 	var out []QPRange
-	for _, e := range ents {
-		if e.Type != abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY {
-			continue
-		}
-		fields, err := netlink.ParseAttrs(e.Data)
-		if err != nil {
-			return nil, fmt.Errorf("rdma netlink: SRQ QP entry: %w", err)
-		}
+	for _, fields := range ents {
 		var r QPRange
 		var lqpn, lo, hi bool
 		for _, f := range fields {

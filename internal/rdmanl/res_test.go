@@ -285,46 +285,44 @@ func TestResMalformed(t *testing.T) {
 }
 
 // srqDump is an RDMA_NLDEV_CMD_RES_SRQ_GET answer shaped as nldev.c's
-// fill_res_srq_entry writes it: a BASIC SRQ of a user process with QPs 17,
+// fill_res_srq_entry writes it (tables marked NLA_F_NESTED, as the kernel's
+// nla_nest_start does): a BASIC SRQ of a user process with QPs 17,
 // 18–20 and 25, and an XRC SRQ of ib_core with its CQ and no QPs (an empty
 // QP table).
 func srqDump() []byte {
 	var e netlink.Encoder
 	e.Uint32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 3)
 	e.String(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0")
-	e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ|nlaFNested, func(e *netlink.Encoder) {
-		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+	e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
+		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_SRQN, 1)
 			e.Uint8(abi.RDMA_NLDEV_ATTR_RES_TYPE, 0)
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PDN, 4)
-			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|nlaFNested, func(e *netlink.Encoder) {
-				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
 					e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, 17)
 				})
-				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
 					e.Uint32(abi.RDMA_NLDEV_ATTR_MIN_RANGE, 18)
 					e.Uint32(abi.RDMA_NLDEV_ATTR_MAX_RANGE, 20)
 				})
-				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+				e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP_ENTRY|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
 					e.Uint32(abi.RDMA_NLDEV_ATTR_RES_LQPN, 25)
 				})
 			})
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PID, 4242)
 		})
-		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|nlaFNested, func(e *netlink.Encoder) {
+		e.Nested(abi.RDMA_NLDEV_ATTR_RES_SRQ_ENTRY|netlink.NLA_F_NESTED, func(e *netlink.Encoder) {
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_SRQN, 2)
 			e.Uint8(abi.RDMA_NLDEV_ATTR_RES_TYPE, 1)
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_PDN, 1)
 			e.Uint32(abi.RDMA_NLDEV_ATTR_RES_CQN, 7)
-			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|nlaFNested, func(*netlink.Encoder) {})
+			e.Nested(abi.RDMA_NLDEV_ATTR_RES_QP|netlink.NLA_F_NESTED, func(*netlink.Encoder) {})
 			e.String(abi.RDMA_NLDEV_ATTR_RES_KERN_NAME, "ib_core")
 		})
 	})
 	return e.Encode()
 }
-
-// nlaFNested is NLA_F_NESTED, which the kernel's nla_nest_start sets.
-const nlaFNested = 1 << 15
 
 func TestParseSRQs(t *testing.T) {
 	got, err := parseSRQs(srqDump())

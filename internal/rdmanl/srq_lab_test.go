@@ -98,9 +98,17 @@ func TestLabSRQs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	summed := false
 	for _, x := range sums {
-		if x.DevIndex == dev.Index && x.Count("srq") != uint64(len(srqs)) {
+		if x.DevIndex != dev.Index {
+			continue
+		}
+		summed = true
+		if x.Count("srq") != uint64(len(srqs)) {
 			t.Errorf("summary counts %d SRQs, the dump lists %d", x.Count("srq"), len(srqs))
 		}
+	}
+	if !summed {
+		t.Errorf("no resource summary for %s (index %d): %+v", env.Dev, dev.Index, sums)
 	}
 }

@@ -143,7 +143,11 @@ func compareDevinfo(t *testing.T, ours, ref string, absent map[string]bool) int 
 // extraKeys are lines rdmainfo adds to ibv_devinfo's layout.
 var extraKeys = map[string]bool{"uverbs": true, "netdev": true}
 
-// absentWithoutVerbs are the fields only QUERY_DEVICE/QUERY_PORT know.
+// absentWithoutVerbs are the fields only QUERY_DEVICE/QUERY_PORT know, and
+// the -v lines of ibv_query_device_ex (ODP, clocks, extended flags, TSO,
+// RSS, packet pacing, tag matching) as rxe has them. With the device's
+// uverbs answers rdmainfo prints every line (compareDevinfo with no absent
+// fields).
 var absentWithoutVerbs = map[string]bool{
 	"fw_ver": true, "vendor_id": true, "vendor_part_id": true, "hw_ver": true, "max_mr_size": true,
 	"page_size_cap": true, "max_qp": true, "max_qp_wr": true, "max_sge": true, "max_sge_rd": true,
@@ -155,41 +159,15 @@ var absentWithoutVerbs = map[string]bool{
 	"max_ee": true, "max_rdd": true, "max_raw_ipv6_qp": true, "max_raw_ethy_qp": true, "max_mcast_grp": true,
 	"max_mcast_qp_attach": true, "max_total_mcast_qp_attach": true, "max_fmr": true, "max_vl_num": true,
 	"bad_pkey_cntr": true, "qkey_viol_cntr": true, "subnet_timeout": true, "init_type_reply": true,
-}
 
-// absentWithVerbs are the -v lines rdmainfo does not print when it has the
-// device's uverbs answers: none.
-var absentWithVerbs = map[string]bool{}
-
-// exVerbsKeys are the -v lines of ibv_query_device_ex (ODP, clocks,
-// extended flags, TSO, RSS, packet pacing, tag matching) as rxe has them:
-// without uverbs rdmainfo cannot print them.
-var exVerbsKeys = []string{
-	"general_odp_caps", "rc_odp_caps", "rc_odp_caps names", "uc_odp_caps", "uc_odp_caps names",
-	"ud_odp_caps", "ud_odp_caps names", "xrc_odp_caps", "xrc_odp_caps names",
-	"completion_timestamp_mask not supported", "core clock not supported",
-	"device_cap_flags_ex", "device_cap_flags_ex names", "tso_caps", "tso_caps.max_tso",
-	"rss_caps", "rss_caps.max_rwq_indirection_tables", "rss_caps.max_rwq_indirection_table_size",
-	"rss_caps.rx_hash_function", "rss_caps.rx_hash_fields_mask", "max_wq_type_rq",
-	"packet_pacing_caps", "packet_pacing_caps.qp_rate_limit_min", "packet_pacing_caps.qp_rate_limit_max",
-	"tag matching not supported",
-}
-
-func init() {
-	for _, k := range exVerbsKeys {
-		absentWithoutVerbs[k] = true
-	}
-}
-
-func union(a, b map[string]bool) map[string]bool {
-	m := map[string]bool{}
-	for k := range a {
-		m[k] = true
-	}
-	for k := range b {
-		m[k] = true
-	}
-	return m
+	"general_odp_caps": true, "rc_odp_caps": true, "rc_odp_caps names": true, "uc_odp_caps": true, "uc_odp_caps names": true,
+	"ud_odp_caps": true, "ud_odp_caps names": true, "xrc_odp_caps": true, "xrc_odp_caps names": true,
+	"completion_timestamp_mask not supported": true, "core clock not supported": true,
+	"device_cap_flags_ex": true, "device_cap_flags_ex names": true, "tso_caps": true, "tso_caps.max_tso": true,
+	"rss_caps": true, "rss_caps.max_rwq_indirection_tables": true, "rss_caps.max_rwq_indirection_table_size": true,
+	"rss_caps.rx_hash_function": true, "rss_caps.rx_hash_fields_mask": true, "max_wq_type_rq": true,
+	"packet_pacing_caps": true, "packet_pacing_caps.qp_rate_limit_min": true, "packet_pacing_caps.qp_rate_limit_max": true,
+	"tag matching not supported": true,
 }
 
 // fixtureFiles holds each lab capture's files, read once: tests copy them

@@ -204,7 +204,7 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 	if !found {
 		return nil, fmt.Errorf("no RDMA device %q (see `rdmainfo devices`)", dev)
 	}
-	if kind == "qp" || kind == "cm_id" {
+	if perPort(kind) {
 		// iproute2 lists these port by port (rd_exec_link), those bound to
 		// no port first.
 		sort.SliceStable(out, func(i, j int) bool {
@@ -217,8 +217,13 @@ func (s *System) Resources(kind, dev string) ([]Res, error) {
 	return out, nil
 }
 
+// perPort reports whether iproute2 lists and prints objects of kind port by
+// port (rd_exec_link, print_link's "link rxe0/1"): QPs and cm_ids; the
+// others go per device ("dev rxe0").
+func perPort(kind string) bool { return kind == "qp" || kind == "cm_id" }
+
 // ResourceSummary is `rdmainfo resources`: the per-device counts and the
-// per-process counts of QPs, CQs, MRs, PDs and cm_ids.
+// per-process counts of QPs, CQs, MRs, PDs, cm_ids and SRQs.
 func (s *System) ResourceSummary(dev string) (ResourceReport, error) {
 	if s.NL == nil {
 		return ResourceReport{}, fmt.Errorf("resources need RDMA netlink: %w", s.nlErr())
@@ -335,11 +340,10 @@ var resHexKeys = map[string]bool{"rkey": true, "lkey": true, "iova": true, "loca
 func WriteResources(w io.Writer, kind string, rs []Res) {
 	for _, r := range rs {
 		var b strings.Builder
-		// qp and cm_id are per port (iproute2's print_link: "link rxe0/1",
-		// "link rxe0/-" before a port is bound); the others per device.
+		// print_link: "link rxe0/-" before a port is bound.
 		if p, ok := r["port"]; ok {
 			fmt.Fprintf(&b, "link %v/%v", r["ifname"], p)
-		} else if kind == "qp" || kind == "cm_id" {
+		} else if perPort(kind) {
 			fmt.Fprintf(&b, "link %v/-", r["ifname"])
 		} else {
 			fmt.Fprintf(&b, "dev %v", r["ifname"])

@@ -165,10 +165,7 @@ func kv(w io.Writer, tabs int, key string, col int, value string) {
 }
 
 // Names of ibv_device_cap_flags bits, in ibv_devinfo's order.
-var deviceCapNames = []struct {
-	bit  uint32
-	name string
-}{
+var deviceCapNames = []flagName{
 	{1 << 0, "RESIZE_MAX_WR"}, {1 << 1, "BAD_PKEY_CNTR"}, {1 << 2, "BAD_QKEY_CNTR"}, {1 << 3, "RAW_MULTI"},
 	{1 << 4, "AUTO_PATH_MIG"}, {1 << 5, "CHANGE_PHY_PORT"}, {1 << 6, "UD_AV_PORT_ENFORCE"},
 	{1 << 7, "CURR_QP_STATE_MOD"}, {1 << 8, "SHUTDOWN_PORT"}, {1 << 9, "INIT_TYPE"},
@@ -183,9 +180,9 @@ var deviceCapNames = []struct {
 // without a name are returned as the remainder.
 func DeviceCapNames(f uint32) (names []string, unknown uint32) {
 	for _, n := range deviceCapNames {
-		if f&n.bit != 0 {
+		if uint64(f)&n.bit != 0 {
 			names = append(names, n.name)
-			f &^= n.bit
+			f &^= uint32(n.bit)
 		}
 	}
 	return names, f
@@ -375,7 +372,7 @@ func writeDeviceAttrs(w io.Writer, d DeviceInfo, col int) {
 
 // names prints one flag name a line, as ibv_devinfo does, and the bits it
 // has no name for.
-func names(w io.Writer, f uint64, table []flagName, unknownFmt string) {
+func names(w io.Writer, f uint64, table []flagName) {
 	known := uint64(0)
 	for _, n := range table {
 		if f&n.bit != 0 {
@@ -384,10 +381,11 @@ func names(w io.Writer, f uint64, table []flagName, unknownFmt string) {
 		known |= n.bit
 	}
 	if f&^known != 0 {
-		fmt.Fprintf(w, "\t\t\t\t\tUnknown flags: "+unknownFmt+"\n", f&^known)
+		fmt.Fprintf(w, "\t\t\t\t\tUnknown flags: 0x%X\n", f&^known)
 	}
 }
 
+// flagName names one bit of a capability mask, as ibv_devinfo prints it.
 type flagName struct {
 	bit  uint64
 	name string
@@ -415,7 +413,7 @@ var (
 // the zeros libibverbs reports.
 func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
 	fmt.Fprintln(w, "\tgeneral_odp_caps:")
-	names(w, a.ODPGeneralCaps, odpGeneralNames, "0x%X")
+	names(w, a.ODPGeneralCaps, odpGeneralNames)
 	for _, t := range []struct {
 		k    string
 		caps uint32
@@ -424,7 +422,7 @@ func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
 		if t.caps == 0 {
 			fmt.Fprintln(w, "\t\t\t\t\tNO SUPPORT")
 		} else {
-			names(w, uint64(t.caps), odpTransNames, "0x%X")
+			names(w, uint64(t.caps), odpTransNames)
 		}
 	}
 	if a.CompletionTimestampMask != 0 {
@@ -439,10 +437,10 @@ func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
 	}
 	if a.RawPacketCaps != 0 {
 		fmt.Fprintln(w, "\traw packet caps:")
-		names(w, uint64(a.RawPacketCaps), rawNames, "0x%X")
+		names(w, uint64(a.RawPacketCaps), rawNames)
 	}
 	kv(w, 1, "device_cap_flags_ex", col, fmt.Sprintf("0x%X", a.DeviceCapFlagsEx))
-	names(w, a.DeviceCapFlagsEx&0xffffffff00000000, capExNames, "0x%X")
+	names(w, a.DeviceCapFlagsEx&0xffffffff00000000, capExNames)
 	fmt.Fprintln(w, "\ttso_caps:")
 	kv(w, 2, "max_tso", col, "0")
 	fmt.Fprintln(w, "\trss_caps:")
@@ -452,7 +450,7 @@ func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
 	kv(w, 2, "rx_hash_fields_mask", col+24, "0x0")
 	if a.RSSSupportedQPTs != 0 {
 		fmt.Fprintln(w, "\t\tsupported_qp:")
-		names(w, uint64(a.RSSSupportedQPTs), qptNames, "0x%X")
+		names(w, uint64(a.RSSSupportedQPTs), qptNames)
 	}
 	kv(w, 1, "max_wq_type_rq", col, itoa(int(a.MaxWQTypeRQ)))
 	fmt.Fprintln(w, "\tpacket_pacing_caps:")
@@ -480,13 +478,7 @@ func writeDeviceAttrsEx(w io.Writer, a DeviceAttr, col int) {
 
 func writeCapFlags(w io.Writer, f uint32, col int) {
 	kv(w, 1, "device_cap_flags", col, fmt.Sprintf("0x%08x", f))
-	names, unknown := DeviceCapNames(f)
-	for _, n := range names {
-		fmt.Fprintf(w, "\t\t\t\t\t%s\n", n)
-	}
-	if unknown != 0 {
-		fmt.Fprintf(w, "\t\t\t\t\tUnknown flags: 0x%X\n", unknown)
-	}
+	names(w, uint64(f), deviceCapNames)
 }
 
 func writePort(w io.Writer, p sysfs.Port, pa *PortAttr, netdev string, verbose bool, col int) {
