@@ -107,22 +107,29 @@ func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
 			}
 			return nil, a, err
 		}
-		if a.Write {
-			return nil, a, nil
+		if m, again, err := c.arrived(a); !again {
+			return m, a, err
 		}
-		c.last = a.Msg
-		m, err := c.open(a.Msg)
-		if err != nil {
-			return nil, a, err
-		}
-		switch m := m.(type) {
-		case *KeepAlive:
-			continue
-		case *ErrorMsg:
-			return nil, a, &Error{Code: m.Code, Text: m.Text, Remote: true}
-		}
-		return m, a, nil
 	}
+}
+
+// arrived takes an arrival: a write gives a nil Message, a KEEPALIVE again
+// (wait for the next), an ERROR the peer's remote *Error.
+func (c *conn) arrived(a Arrival) (m Message, again bool, err error) {
+	if a.Write {
+		return nil, false, nil
+	}
+	c.last = a.Msg
+	if m, err = c.open(a.Msg); err != nil {
+		return nil, false, err
+	}
+	switch m := m.(type) {
+	case *KeepAlive:
+		return nil, true, nil
+	case *ErrorMsg:
+		return nil, false, &Error{Code: m.Code, Text: m.Text, Remote: true}
+	}
+	return m, false, nil
 }
 
 // doneCtx is a context that is already done: Transport.Receive with it
@@ -146,20 +153,9 @@ func (c *conn) poll(ctx context.Context) (m Message, a Arrival, ok bool, err err
 			}
 			return nil, a, false, err
 		}
-		if a.Write {
-			return nil, a, true, nil
+		if m, again, err := c.arrived(a); !again {
+			return m, a, err == nil, err
 		}
-		c.last = a.Msg
-		if m, err = c.open(a.Msg); err != nil {
-			return nil, a, false, err
-		}
-		switch m := m.(type) {
-		case *KeepAlive:
-			continue
-		case *ErrorMsg:
-			return nil, a, false, &Error{Code: m.Code, Text: m.Text, Remote: true}
-		}
-		return m, a, true, nil
 	}
 }
 

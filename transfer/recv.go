@@ -644,7 +644,7 @@ func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, sum *fil
 	if err != nil {
 		return 0, d, err
 	}
-	sum.crc, sum.n = crc, n
+	sum.crc = crc
 	return n, CRCDigest(crc), nil
 }
 
@@ -986,7 +986,6 @@ func (rc *recvConn) settle(t *recvXfer, j chunkJob) {
 		n := t.chunkLen(t.base)
 		if t.trailer > 0 {
 			t.x.sum.addCRC(rc.crcs[b], n)
-			t.x.sum.n += n
 		}
 		rc.state[b] = slotFree
 		rc.tries[b] = 0
@@ -1087,7 +1086,7 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 	if got := x.res.wireDigest(); got != d.Digest {
 		rc.discard(x)
 		if x.res.Verify == VerifyCRC32C {
-			want, _ := crcOfDigest(d.Digest)
+			want := crcOfDigest(d.Digest)
 			return rc.reject(ctx, x, CodeDigest, "%s arrived with CRC32C %08x, the sender's is %08x; the copy was removed: send it again", m.Name, x.res.CRC32C, want)
 		}
 		return rc.reject(ctx, x, CodeDigest, "%s arrived with SHA-256 %x, the sender's is %x; the copy was removed: send it again", m.Name, got, d.Digest)

@@ -424,7 +424,7 @@ func (sc *sendConn) prefixSum(ctx context.Context, sum *fileSum, f *os.File, n i
 	if err != nil {
 		return [DigestSize]byte{}, err
 	}
-	sum.crc, sum.n = crc32cCombine(sum.crc, crc, tail), n
+	sum.crc = crc32cCombine(sum.crc, crc, tail)
 	return CRCDigest(sum.crc), nil
 }
 
@@ -590,7 +590,6 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 			}
 			if ah != nil {
 				ah.put(mem[off : off+n])
-				sum.n += n
 			} else {
 				sum.add(mem[off:off+n], crc)
 			}

@@ -80,9 +80,6 @@ func (v Verify) Stride(slotSize int) int {
 	return slotSize
 }
 
-// trailer is how many bytes follow each chunk's data under v.
-func (v Verify) trailer() int { return v.Stride(0) }
-
 // castagnoli is the CRC32C table; crc32 uses the CPU's instructions for it
 // where there are some (SSE4.2, ARMv8 CRC).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -97,11 +94,8 @@ func CRCDigest(crc uint32) (d [DigestSize]byte) {
 	return d
 }
 
-// crcOfDigest is the CRC32C in a digest field (CRCDigest), and whether the
-// field has that form.
-func crcOfDigest(d [DigestSize]byte) (uint32, bool) {
-	return binary.BigEndian.Uint32(d[:]), d == CRCDigest(binary.BigEndian.Uint32(d[:]))
-}
+// crcOfDigest is the CRC32C in a digest field of CRCDigest's form.
+func crcOfDigest(d [DigestSize]byte) uint32 { return binary.BigEndian.Uint32(d[:]) }
 
 // crcShift is the linear operator on CRC32C values that appends n zero
 // bytes to the message (less the pre- and post-conditioning, which cancel
@@ -191,7 +185,6 @@ type fileSum struct {
 	v        Verify
 	h        hash.Hash // VerifySHA256
 	crc      uint32    // VerifyCRC32C
-	n        int64     // bytes summed
 	shift    crcShift  // appends shiftLen bytes (the usual chunk length)
 	shiftLen int64
 }
@@ -205,7 +198,7 @@ func newFileSum(v Verify) *fileSum {
 }
 
 func (s *fileSum) reset() {
-	s.crc, s.n = 0, 0
+	s.crc = 0
 	if s.h != nil {
 		s.h.Reset()
 	}
@@ -220,7 +213,6 @@ func (s *fileSum) add(data []byte, crc uint32) {
 	case VerifyCRC32C:
 		s.addCRC(crc, int64(len(data)))
 	}
-	s.n += int64(len(data))
 }
 
 // addCRC appends n bytes whose CRC32C is crc to the CRC so far.

@@ -372,6 +372,10 @@ func TestSenderBoundsResend(t *testing.T) {
 			p := &rawPeer{t: t, tr: rt, ctx: ctx}
 			rewrites := make(chan int, 1)
 			go func() {
+				// Every way out reports (the test waits for it): short of
+				// the two first writes, a negative count.
+				writes := 0
+				defer func() { rewrites <- writes - 2 }()
 				if _, err := p.recv(); err != nil { // HELLO
 					return
 				}
@@ -385,7 +389,6 @@ func TestSenderBoundsResend(t *testing.T) {
 					return
 				}
 				p.send(&transfer.Window{ID: 1, Slots: 2, SlotSize: tSlotSize, Addr: w.Remote().Addr, RKey: w.Remote().RKey})
-				writes := 0
 				for writes < 2 { // the window is full: the sender waits for a credit
 					if a, err := rt.Receive(ctx); err != nil {
 						return
@@ -399,7 +402,6 @@ func TestSenderBoundsResend(t *testing.T) {
 				for { // count what the sender writes again
 					a, err := rt.Receive(ctx)
 					if err != nil {
-						rewrites <- writes - 2
 						return
 					}
 					if a.Write {

@@ -21,25 +21,6 @@ import (
 	"github.com/rdmago/rdmago/transfer"
 )
 
-// procKB returns a /proc/self/status field (VmHWM, VmRSS) in kB.
-func procKB(t *testing.T, field string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb := -1
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(field+":")); ok {
-			fmt.Sscan(string(v), &kb)
-		}
-	}
-	if kb < 0 {
-		t.Fatalf("no %s in /proc/self/status", field)
-	}
-	return kb
-}
-
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)

@@ -497,19 +497,30 @@ func TestLabConcurrentSenders(t *testing.T) {
 	}
 }
 
-// procStatus returns a /proc/self/status field in kB, and the number of
-// open descriptors.
-func procState(t *testing.T) (vmPinKB int, fds int) {
+// procKB returns a /proc/self/status field (VmHWM, VmRSS) in kB.
+func procKB(t *testing.T, field string) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)
 	}
+	kb := -1
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmPin:")); ok {
-			fmt.Sscan(string(v), &vmPinKB)
+		if v, ok := bytes.CutPrefix(line, []byte(field+":")); ok {
+			fmt.Sscan(string(v), &kb)
 		}
 	}
+	if kb < 0 {
+		t.Fatalf("no %s in /proc/self/status", field)
+	}
+	return kb
+}
+
+// procState returns the process's pinned memory (VmPin, procKB) in kB and
+// the number of its open descriptors.
+func procState(t *testing.T) (vmPinKB int, fds int) {
+	t.Helper()
+	vmPinKB = procKB(t, "VmPin")
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)

@@ -173,7 +173,6 @@ type Transport struct {
 	err         error // the first failed send completion (sticky)
 	wr          [1]uverbs.SendWR
 	sge         [1]uverbs.SGE
-	rwr         [1]uverbs.RecvWR
 
 	mu      sync.Mutex
 	regions map[*region]struct{}
@@ -256,8 +255,9 @@ func (t *Transport) addRecv(c *cm.Conn, n int) error {
 
 func (t *Transport) postRecv(qp *uverbs.QP, i int) error {
 	b, off := bufAt(t.recvBufs, i)
-	t.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{b.mr.SGE(off, transfer.MaxMessageSize)}}
-	if err := qp.PostRecv(t.rwr[:]...); err != nil {
+	// The request stays on the stack (PostRecv keeps none of it): kept in
+	// t, its SGE list would be one allocation per Receive.
+	if err := qp.PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: []uverbs.SGE{b.mr.SGE(off, transfer.MaxMessageSize)}}); err != nil {
 		return fmt.Errorf("post receive: %w", err)
 	}
 	return nil
