@@ -557,7 +557,7 @@ func (s *session) printInfo() {
 		fmt.Fprintf(w, " Post List       : %d\t\tMax inline data : %d[B]\n", c.PostList, c.Inline)
 		fmt.Fprintf(w, " Mtu             : %d[B]\n", s.mtu.Bytes())
 	}
-	if c.Test == AtomicLat {
+	if c.Test.IsAtomic() {
 		fmt.Fprintf(w, " Atomic type     : %v\n", c.Atomic)
 	}
 	if c.RDMACM {
