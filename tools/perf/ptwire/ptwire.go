@@ -244,10 +244,10 @@ func guess(b []byte) string {
 	switch {
 	case len(b) >= 5 && b[0] == 0 && bytes.HasPrefix(b[4:], []byte(`{"`)):
 		return "that is rdmaperf's own protocol: drop --perftest on this side, or add it on the other"
-	case bytes.Count(b, []byte(":")) >= 3:
+	case bytes.Count(b, []byte(":")) >= 2:
 		return "that looks like a QP address (ibv_*_pingpong's exchange?), not perftest"
 	}
-	return "the peer is not perftest (or perftest built without the TCP exchange: try -R on both sides)"
+	return "the peer is not perftest"
 }
 
 // SysData is check_sys_data: each side's page size (its cycle buffer) and
