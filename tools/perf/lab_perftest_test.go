@@ -209,6 +209,24 @@ func TestLabPerftestMismatch(t *testing.T) {
 	} else {
 		t.Logf("its server: %v", serr)
 	}
+	// A perftest server of another test: the wait for the peer's part ends
+	// at --timeout with a question, never a hang.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, err := perftestTool(t, cctx, "ib_send_bw", "-s", "2", "-n", "50", "-p", "18782")
+		srv <- err
+	}()
+	t0 := time.Now()
+	_, err = labtest.Retry(ctx, retryable, func() ([]byte, error) {
+		return rdmaperf(ctx, []string{"write_lat", "--perftest", "-s", "2", "-n", "50", "-p", "18782", "--timeout", "5s", e.Peer})
+	})
+	if err == nil || !strings.Contains(err.Error(), "is it running write_lat with the same -s, -n and -q?") {
+		t.Errorf("rdmaperf write_lat facing ib_send_bw: %v", err)
+	}
+	t.Logf("rdmaperf write_lat facing ib_send_bw after %v: %v", time.Since(t0), err)
+	cancel()
+	<-srv
 }
 
 // TestLabPerftestCapture relays ib_write_bw's client and server through this
