@@ -218,9 +218,6 @@ func (s *session) ptConnect(ctx context.Context) (net.Conn, error) {
 		return nil, err
 	}
 	defer ln.Close()
-	if s.out != nil {
-		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
-	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	c, err := ln.tcp.Accept()

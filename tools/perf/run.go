@@ -310,9 +310,6 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 		return nil, err
 	}
 	defer ln.Close()
-	if s.out != nil {
-		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
-	}
 	s.tracef("listening")
 	if err := s.acceptCtrl(ctx, ln); err != nil {
 		return nil, err
