@@ -36,9 +36,11 @@ const (
 	// ConnTime is rdma_cm connection setup (Dial to ESTABLISHED), the
 	// counterpart of rdma-core's cmtime.
 	ConnTime
+	// AtomicBW is ib_atomic_bw: atomics (-A) kept in flight like write_bw.
+	AtomicBW
 )
 
-var testNames = [...]string{"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat", "conn_time"}
+var testNames = [...]string{"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat", "atomic_lat", "conn_time", "atomic_bw"}
 
 func (t Test) String() string {
 	if int(t) < len(testNames) {
@@ -59,7 +61,10 @@ func ParseTest(s string) (Test, error) {
 }
 
 // IsBW reports a bandwidth test.
-func (t Test) IsBW() bool { return t == WriteBW || t == ReadBW || t == SendBW }
+func (t Test) IsBW() bool { return t == WriteBW || t == ReadBW || t == SendBW || t == AtomicBW }
+
+// IsAtomic reports an atomics test.
+func (t Test) IsAtomic() bool { return t == AtomicLat || t == AtomicBW }
 
 // IsLat reports a latency test.
 func (t Test) IsLat() bool { return t >= WriteLat && t <= AtomicLat }
@@ -81,6 +86,8 @@ func (t Test) title() string {
 		return "Send Latency Test"
 	case AtomicLat:
 		return "Atomic Latency Test"
+	case AtomicBW:
+		return "Atomic BW Test"
 	case ConnTime:
 		return "RDMA_CM Connection Setup Test"
 	}
@@ -151,6 +158,7 @@ type Config struct {
 	Atomic   AtomicType    // -A
 
 	RDMACM   bool   // -R: connect with rdma_cm instead of the TCP exchange
+	Perftest bool   // --perftest: speak perftest's TCP exchange (the peer is ib_write_bw, ...)
 	Device   string // -d
 	IBPort   int    // -i
 	GIDIndex int    // -x; -1 picks the port's RoCE v2 IPv4 GID
@@ -175,12 +183,17 @@ const Usage = `usage: rdmaperf TEST [flags]           server: wait for a client
 TESTS (perftest's ib_* programs):
   write_bw read_bw send_bw            bandwidth: BW peak/average [MB/sec], MsgRate [Mpps]
   write_lat read_lat send_lat         latency: t_min/max/typical/avg/stdev, 99%, 99.9% [usec]
-  atomic_lat                          fetch-and-add (default) or compare-and-swap (-A)
+  atomic_lat atomic_bw                fetch-and-add (default) or compare-and-swap (-A)
   conn_time                           rdma_cm connection setup (Dial to ESTABLISHED), like cmtime
 
 Both sides take the same test; the client's settings (sizes, iterations,
 depths) are sent to the server. Flags keep perftest's names; -x, -d, -p and -R
 must agree between the two sides.
+
+With --perftest rdmaperf speaks perftest's own TCP exchange instead, as
+client of ib_write_bw and its siblings (ib_{write,read,send}_{bw,lat},
+ib_atomic_{bw,lat}) or as server for them: then nothing is sent ahead, and
+both sides must be given the same test, -s, -n and -q, as with perftest.
 `
 
 // ParseArgs parses rdmaperf's command line: the test name, then perftest's
@@ -229,7 +242,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 		fs.IntVar(&c.PostList, n, 1, "post `N` work requests per post (one doorbell for the list)")
 	})
 	both("I", "inline_size", func(n string) { fs.IntVar(&c.Inline, n, 0, "max `bytes` sent inline (perftest uses 0 on Soft-RoCE)") })
-	both("A", "atomic_type", func(n string) { fs.StringVar(&atomic, n, "FETCH_AND_ADD", "atomic_lat: FETCH_AND_ADD or CMP_AND_SWAP") })
+	both("A", "atomic_type", func(n string) { fs.StringVar(&atomic, n, "FETCH_AND_ADD", "atomics: FETCH_AND_ADD or CMP_AND_SWAP") })
 	both("R", "rdma_cm", func(n string) {
 		fs.BoolVar(&c.RDMACM, n, false, "connect the QPs with rdma_cm instead of the TCP exchange")
 	})
@@ -246,6 +259,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	both("N", "noPeak", func(n string) { fs.BoolVar(&c.NoPeak, n, false, "do not compute the peak bandwidth") })
 	var ignored bool
 	both("F", "CPU-freq", func(n string) { fs.BoolVar(&ignored, n, false, "accepted for perftest compatibility (no effect)") })
+	fs.BoolVar(&c.Perftest, "perftest", false, "speak perftest's own TCP exchange: the peer is ib_write_bw, ib_read_lat, ... (same test, -s, -n and -q on both sides)")
 	fs.BoolVar(&c.Gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec (MiB/s)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON document on stdout instead of the table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
@@ -277,8 +291,8 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("-A %q: want FETCH_AND_ADD or CMP_AND_SWAP", atomic)
 	}
-	if c.Atomic != FetchAndAdd && t != AtomicLat {
-		return nil, fmt.Errorf("-A applies to atomic_lat only")
+	if c.Atomic != FetchAndAdd && !t.IsAtomic() {
+		return nil, fmt.Errorf("-A applies to atomic_lat and atomic_bw only")
 	}
 	c.Duration, c.Margin = time.Duration(dur), time.Duration(margin)
 	if c.set("s", "size") && size <= 0 {
@@ -318,6 +332,9 @@ func (c *Config) finish(size int) error {
 	}
 	switch {
 	case t == ConnTime:
+		if c.Perftest {
+			return errors.New("--perftest: conn_time has no perftest counterpart")
+		}
 		if c.All || c.set("s", "size") || c.Duration > 0 {
 			return errors.New("conn_time takes -n (connections), not -s, -a or -D")
 		}
@@ -336,15 +353,15 @@ func (c *Config) finish(size int) error {
 		}
 	case size != 0:
 		c.Sizes = []int{size}
-	case t == AtomicLat:
+	case t.IsAtomic():
 		c.Sizes = []int{8}
 	case t.IsBW():
 		c.Sizes = []int{65536}
 	default:
 		c.Sizes = []int{2}
 	}
-	if t == AtomicLat && (len(c.Sizes) != 1 || c.Sizes[0] != 8) {
-		return errors.New("atomic_lat works on 8 bytes: drop -s/-a")
+	if t.IsAtomic() && (len(c.Sizes) != 1 || c.Sizes[0] != 8) {
+		return fmt.Errorf("%v works on 8 bytes: drop -s/-a", t)
 	}
 	for _, s := range c.Sizes {
 		if s > 1<<30 {
@@ -423,7 +440,7 @@ func (c *Config) finish(size int) error {
 		return fmt.Errorf("-n %d with -l %d: the iterations must be a multiple of the list length", c.Iters, c.PostList)
 	}
 	c.CQMod = min(c.CQMod, c.TxDepth)
-	if t == ReadBW || t == ReadLat || t == AtomicLat {
+	if t == ReadBW || t == ReadLat || t.IsAtomic() {
 		c.Inline = 0 // nothing to inline: the data comes back
 	}
 	if c.Inline < 0 || c.Inline > 912 {
@@ -437,6 +454,18 @@ func (c *Config) finish(size int) error {
 	}
 	if c.MTU != 0 && (c.MTU < 256 || c.MTU > 4096 || c.MTU&(c.MTU-1) != 0) {
 		return fmt.Errorf("-m %d: want 256, 512, 1024, 2048 or 4096", c.MTU)
+	}
+	if c.Perftest {
+		switch {
+		case c.RDMACM:
+			return errors.New("--perftest with -R: perftest's rdma_cm exchange is not implemented yet; use its TCP exchange (drop -R on both sides)")
+		case len(c.Sizes) != 1:
+			return errors.New("--perftest runs one size: give -s instead of -a")
+		case c.Duration > 0:
+			return errors.New("--perftest runs -n iterations: -D is not implemented against perftest")
+		case c.PostList > 1:
+			return errors.New("--perftest: -l is not implemented against perftest")
+		}
 	}
 	if c.IBPort < 1 || c.IBPort > 255 {
 		return fmt.Errorf("-i %d: want a device port from 1", c.IBPort)

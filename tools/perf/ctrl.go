@@ -262,7 +262,10 @@ func (t *tcpTransport) readMsg(context.Context) ([]byte, error) {
 	}
 	n := binary.BigEndian.Uint32(h[:])
 	if n > maxMsg {
-		return nil, fmt.Errorf("control channel: message of %d bytes (max %d): is the peer rdmaperf?", n, maxMsg)
+		if looksPerftest(h[:]) {
+			return nil, fmt.Errorf("control channel: the peer sent %q, perftest's version exchange: it is perftest (ib_write_bw, ...) or rdmaperf --perftest; add --perftest on this side", h[:])
+		}
+		return nil, fmt.Errorf("control channel: message of %d bytes (max %d), starting %q: is the peer rdmaperf?", n, maxMsg, h[:])
 	}
 	b := make([]byte, n)
 	_, err := io.ReadFull(t.r, b)
@@ -270,6 +273,22 @@ func (t *tcpTransport) readMsg(context.Context) ([]byte, error) {
 }
 
 func (t *tcpTransport) Close() error { return t.c.Close() }
+
+// looksPerftest reports the start of perftest's version message ("6.06",
+// "5.70", "25.04..."): digits with a dot.
+func looksPerftest(b []byte) bool {
+	dot := false
+	for i, c := range b {
+		switch {
+		case c == '.' && i > 0:
+			dot = true
+		case c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return dot
+}
 
 // cmTransport carries messages as SENDs on an RC connection of their own
 // (perftest's rdma_cm mode does the same): a few receive slots are posted

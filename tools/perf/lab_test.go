@@ -271,6 +271,7 @@ func TestLabOtherTests(t *testing.T) {
 		{args: []string{"send_lat", "-n", "100"}, lat: true},
 		{args: []string{"read_lat", "-s", "64", "-n", "100"}, lat: true},
 		{args: []string{"atomic_lat", "-n", "100", "-A", "CMP_AND_SWAP", "-R"}, lat: true},
+		{args: []string{"atomic_bw", "-n", "100"}},
 		// -D latency runs: the client's "done" may reach the server while
 		// it waits for the completion of its last write (a race once seen
 		// in CI with two nodes); the server must end cleanly.

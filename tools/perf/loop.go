@@ -32,7 +32,7 @@ const spinCheck = 1024
 // stopped reports whether the loop must end: the context is done, or a
 // control message arrived.
 func (s *session) stopped() bool {
-	return s.abort.Load() || s.ctrl.waiting()
+	return s.abort.Load() || s.ctrl != nil && s.ctrl.waiting()
 }
 
 // settle starts a size from a finished garbage collection, as testing.B
@@ -211,7 +211,7 @@ func (s *session) opcode() uverbs.WROpcode {
 		return uverbs.WRRDMAWrite
 	case ReadBW, ReadLat:
 		return uverbs.WRRDMARead
-	case AtomicLat:
+	case AtomicLat, AtomicBW:
 		if s.cfg.Atomic == CmpAndSwap {
 			return uverbs.WRAtomicCmpAndSwp
 		}
@@ -414,7 +414,7 @@ const drainID = 1 << 40
 
 // stopErr explains why a loop stopped early.
 func (s *session) stopErr() error {
-	if s.abort.Load() {
+	if s.abort.Load() || s.ctrl == nil {
 		return errStopped
 	}
 	m, err := s.ctrl.recv(bgCtx)

@@ -116,7 +116,9 @@ func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error)
 		}
 	}()
 	var rep *Report
-	if s.server {
+	if cfg.Perftest {
+		rep, err = s.runPerftest(ctx)
+	} else if s.server {
 		rep, err = s.runServer(ctx, stderr)
 	} else {
 		rep, err = s.runClient(ctx)
@@ -152,7 +154,7 @@ func (s *session) report() *Report {
 	if c.RDMACM {
 		r.Transport, r.GIDIndex = "rdma_cm", -1
 	}
-	if c.Test == AtomicLat {
+	if c.Test.IsAtomic() {
 		r.Atomic = c.Atomic.String()
 	}
 	if c.Duration > 0 {
@@ -290,7 +292,7 @@ func (s *session) prepare() error {
 // runSize runs this side's part of one size.
 func (s *session) runSize(size int) (*SizeResult, error) {
 	switch s.cfg.Test {
-	case WriteBW, ReadBW, SendBW:
+	case WriteBW, ReadBW, SendBW, AtomicBW:
 		return s.bwClient(size)
 	case WriteLat:
 		return s.writeLat(size)
@@ -308,9 +310,6 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 		return nil, err
 	}
 	defer ln.Close()
-	if s.out != nil {
-		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
-	}
 	s.tracef("listening")
 	if err := s.acceptCtrl(ctx, ln); err != nil {
 		return nil, err

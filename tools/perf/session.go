@@ -377,7 +377,16 @@ func (l *listener) Close() error {
 	return nil
 }
 
+// listen opens the server's listener and says so, as perftest's server does.
 func (s *session) listen(ctx context.Context) (*listener, error) {
+	ln, err := s.openListener(ctx)
+	if err == nil && s.out != nil {
+		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+	}
+	return ln, err
+}
+
+func (s *session) openListener(ctx context.Context) (*listener, error) {
 	if s.cfg.RDMACM {
 		ln, err := cm.Listen(ctx, fmt.Sprintf("0.0.0.0:%d", s.cfg.Port), &cm.Options{ReuseAddr: true})
 		if err != nil {
@@ -557,7 +566,7 @@ func (s *session) printInfo() {
 		fmt.Fprintf(w, " Post List       : %d\t\tMax inline data : %d[B]\n", c.PostList, c.Inline)
 		fmt.Fprintf(w, " Mtu             : %d[B]\n", s.mtu.Bytes())
 	}
-	if c.Test == AtomicLat {
+	if c.Test.IsAtomic() {
 		fmt.Fprintf(w, " Atomic type     : %v\n", c.Atomic)
 	}
 	if c.RDMACM {

@@ -1,0 +1,291 @@
+// Copyright 2026 The rdmago Authors.
+
+package perf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/internal/labtest"
+)
+
+// Lab tests of rdmaperf --perftest against perftest's own programs (the
+// host's, Debian 12's perftest): rdmaperf as client of each ib_* server and
+// as server for each ib_* client. With two nodes node 0 serves and node 1
+// is the client.
+//
+//	go run ./cmd/rdmalab test -run Perftest ./tools/perf
+
+// ptPairs are the pairs, with small sizes and few iterations.
+var ptPairs = []struct {
+	test string
+	args []string
+}{
+	{"write_bw", []string{"-s", "4096", "-n", "200"}},
+	{"send_bw", []string{"-s", "1024", "-n", "200"}},
+	{"read_bw", []string{"-s", "4096", "-n", "100"}},
+	{"atomic_bw", []string{"-n", "100"}},
+	{"write_lat", []string{"-s", "2", "-n", "100"}},
+	{"send_lat", []string{"-s", "2", "-n", "100"}},
+	{"read_lat", []string{"-s", "64", "-n", "100"}},
+	{"atomic_lat", []string{"-n", "100"}},
+}
+
+// perftestTool runs one of perftest's programs to the end, retrying a
+// client whose server is not listening yet.
+func perftestTool(t *testing.T, ctx context.Context, name string, args ...string) (string, error) {
+	for {
+		cmd := labtest.HostTool(t, ctx, name, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if err != nil && strings.Contains(out.String(), "Couldn't connect to") && ctx.Err() == nil {
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return out.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out.String())
+		}
+		return out.String(), nil
+	}
+}
+
+// checkPerftestOutput checks a perftest program's table: its result line
+// starts with the size.
+func checkPerftestOutput(t *testing.T, name, out, size string) {
+	t.Helper()
+	if !strings.Contains(out, "#bytes") {
+		t.Errorf("%s printed no result table:\n%s", name, out)
+		return
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == size {
+			return
+		}
+	}
+	t.Errorf("%s printed no result line for %s bytes:\n%s", name, size, out)
+}
+
+func ptSize(test string, args []string) string {
+	for i, a := range args {
+		if a == "-s" {
+			return args[i+1]
+		}
+	}
+	if strings.HasPrefix(test, "atomic") {
+		return "8"
+	}
+	return "65536"
+}
+
+// checkPtReport checks rdmaperf's report of a pair.
+func checkPtReport(t *testing.T, test string, server bool, out []byte) {
+	t.Helper()
+	r := decodeReport(t, out)
+	lat := strings.HasSuffix(test, "_lat")
+	passive := server && (test == "write_bw" || test == "read_bw" || test == "atomic_bw" || test == "read_lat" || test == "atomic_lat")
+	switch {
+	case passive && (test == "read_lat" || test == "atomic_lat"):
+		if len(r.Results) != 0 || len(r.Peer) != 0 {
+			t.Errorf("passive latency server reported %+v / %+v", r.Results, r.Peer)
+		}
+	case passive:
+		if len(r.Peer) != 1 || r.Peer[0].BW == nil || !(r.Peer[0].BW.Average > 0) || r.Peer[0].BW.Iters == 0 {
+			t.Errorf("the server should print the client's figures: %+v", r.Peer)
+		}
+	case lat:
+		if len(r.Results) != 1 || r.Results[0].Lat == nil || !(r.Results[0].Lat.Avg > 0) || r.Results[0].Lat.Iters == 0 {
+			t.Errorf("latency results %+v", r.Results)
+		}
+	default:
+		if len(r.Results) != 1 || r.Results[0].BW == nil || !(r.Results[0].BW.Average > 0) || r.Results[0].BW.Iters == 0 {
+			t.Errorf("bandwidth results %+v", r.Results)
+		}
+	}
+}
+
+func TestLabPerftestInterop(t *testing.T) {
+	e := labtest.Require(t)
+	for i, p := range ptPairs {
+		for role := 0; role < 2; role++ {
+			name := p.test + "/rdmaperf-client"
+			if role == 1 {
+				name = p.test + "/rdmaperf-server"
+			}
+			t.Run(name, func(t *testing.T) {
+				port := strconv.Itoa(18700 + 2*i + role)
+				ctx := labtest.Context(t, 2*time.Minute)
+				tool := "ib_" + p.test
+				cargs := append([]string{}, p.args...)
+				cargs = append(cargs, "-p", port)
+				rargs := append([]string{p.test, "--perftest", "--json", "--timeout", "90s"}, cargs...)
+				size := ptSize(p.test, p.args)
+				if role == 0 {
+					// perftest serves, rdmaperf is the client.
+					e.RunRoles(t, func() error {
+						out, err := perftestTool(t, ctx, tool, cargs...)
+						switch {
+						case err != nil:
+						case p.test == "read_lat" || p.test == "atomic_lat":
+							// A passive server: it prints the addresses and
+							// waits for the client's end, without a table.
+							if !strings.Contains(out, "remote address:") {
+								t.Errorf("%s (server) did not connect:\n%s", tool, out)
+							}
+						default:
+							checkPerftestOutput(t, tool+" (server)", out, size)
+						}
+						return err
+					}, func() error {
+						out, err := labtest.Retry(ctx, retryable, func() ([]byte, error) {
+							return rdmaperf(ctx, append(rargs, e.Peer))
+						})
+						if err != nil {
+							return fmt.Errorf("rdmaperf client: %w", err)
+						}
+						checkPtReport(t, p.test, false, out)
+						return nil
+					})
+					return
+				}
+				// rdmaperf serves, perftest is the client.
+				e.RunRoles(t, func() error {
+					out, err := rdmaperf(ctx, rargs)
+					if err != nil {
+						return fmt.Errorf("rdmaperf server: %w", err)
+					}
+					checkPtReport(t, p.test, true, out)
+					return nil
+				}, func() error {
+					out, err := perftestTool(t, ctx, tool, append(cargs, e.Peer)...)
+					if err == nil {
+						checkPerftestOutput(t, tool+" (client)", out, size)
+					}
+					return err
+				})
+			})
+		}
+	}
+}
+
+// A perftest program facing rdmaperf without --perftest, and the other way
+// round: each rdmaperf says what the peer is, quickly.
+func TestLabPerftestMismatch(t *testing.T) {
+	e := labtest.Require(t)
+	labtest.OneNode(t, "both ends on this node")
+	ctx := labtest.Context(t, time.Minute)
+	// rdmaperf's own server, perftest's client.
+	srv := make(chan error, 1)
+	go func() {
+		_, err := rdmaperf(ctx, []string{"write_bw", "-p", "18780", "--timeout", "30s"})
+		srv <- err
+	}()
+	out, _ := perftestTool(t, ctx, "ib_write_bw", "-s", "4096", "-n", "50", "-p", "18780", e.Peer)
+	err := <-srv
+	if err == nil || !strings.Contains(err.Error(), "add --perftest") {
+		t.Errorf("rdmaperf server facing ib_write_bw: %v (ib_write_bw said %s)", err, out)
+	}
+	// rdmaperf --perftest facing rdmaperf's own server.
+	go func() {
+		_, err := rdmaperf(ctx, []string{"write_bw", "-p", "18781", "--timeout", "30s"})
+		srv <- err
+	}()
+	_, err = labtest.Retry(ctx, retryable, func() ([]byte, error) {
+		return rdmaperf(ctx, []string{"write_bw", "--perftest", "-p", "18781", "--timeout", "30s", e.Peer})
+	})
+	if err == nil || !strings.Contains(err.Error(), "perftest") {
+		t.Errorf("rdmaperf --perftest facing rdmaperf: %v", err)
+	}
+	t.Logf("rdmaperf --perftest facing rdmaperf: %v", err)
+	if serr := <-srv; serr == nil {
+		t.Errorf("rdmaperf's server should have failed too")
+	} else {
+		t.Logf("its server: %v", serr)
+	}
+	// A perftest server of another test: the wait for the peer's part ends
+	// at --timeout with a question, never a hang.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, err := perftestTool(t, cctx, "ib_send_bw", "-s", "2", "-n", "50", "-p", "18782")
+		srv <- err
+	}()
+	t0 := time.Now()
+	_, err = labtest.Retry(ctx, retryable, func() ([]byte, error) {
+		return rdmaperf(ctx, []string{"write_lat", "--perftest", "-s", "2", "-n", "50", "-p", "18782", "--timeout", "5s", e.Peer})
+	})
+	if err == nil || !strings.Contains(err.Error(), "is it running write_lat with the same -s, -n and -q?") {
+		t.Errorf("rdmaperf write_lat facing ib_send_bw: %v", err)
+	}
+	t.Logf("rdmaperf write_lat facing ib_send_bw after %v: %v", time.Since(t0), err)
+	cancel()
+	<-srv
+}
+
+// TestLabPerftestCapture relays ib_write_bw's client and server through this
+// process and logs what each sent, quoted: the source of testdata/ptwire_*
+// (copied from the -v log).
+func TestLabPerftestCapture(t *testing.T) {
+	e := labtest.Require(t)
+	labtest.OneNode(t, "both ends on this node")
+	ctx := labtest.Context(t, time.Minute)
+	ln, err := net.Listen("tcp", ":18790")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var c2s, s2c bytes.Buffer
+	relayed := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			relayed <- err
+			return
+		}
+		defer c.Close()
+		var s net.Conn
+		for try := 0; ; try++ {
+			if s, err = net.Dial("tcp", net.JoinHostPort(e.Peer, "18791")); err == nil || try == 100 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			relayed <- err
+			return
+		}
+		defer s.Close()
+		done := make(chan struct{})
+		go func() { io.Copy(io.MultiWriter(s, &c2s), c); close(done) }()
+		io.Copy(io.MultiWriter(c, &s2c), s)
+		<-done
+		relayed <- nil
+	}()
+	srv := make(chan error, 1)
+	go func() {
+		_, err := perftestTool(t, ctx, "ib_write_bw", "-s", "4096", "-n", "50", "-p", "18791")
+		srv <- err
+	}()
+	if _, err := perftestTool(t, ctx, "ib_write_bw", "-s", "4096", "-n", "50", "-p", "18790", e.Peer); err != nil {
+		t.Error(err)
+	}
+	if err := <-srv; err != nil {
+		t.Error(err)
+	}
+	ln.Close()
+	if err := <-relayed; err != nil {
+		t.Error(err)
+	}
+	t.Logf("client to server (%d bytes): %q", c2s.Len(), c2s.Bytes())
+	t.Logf("server to client (%d bytes): %q", s2c.Len(), s2c.Bytes())
+	if c2s.Len() == 0 || s2c.Len() == 0 {
+		t.Error("nothing relayed")
+	}
+}
