@@ -1,0 +1,84 @@
+// Copyright 2026 The rdmago Authors.
+
+package rdma
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrForeignPeer is matched (errors.Is) by Dial's error when the receiver
+// that accepted the connection speaks another protocol than rdmacp's (an
+// rsockets server: rcopy, rstream, a program under librspreload). The
+// connection is closed at once, before anything is sent, and the error
+// names what the peer seems to be. Trying again does not help.
+var ErrForeignPeer = errors.New("the peer does not speak rdmacp")
+
+// rdmacp's own connection requests and accepts carry no private data (the
+// CM pads it with zeros); a peer that sends some is not an rdmacp of this
+// or an earlier version. rsockets' is recognised (foreignPeer); other data
+// is only logged, and the HELLO exchange decides.
+
+// The layout of librdmacm's struct rs_conn_data (rsocket.c; package
+// rsocket has the full parser), all big-endian: version (1), flags
+// (RS_CONN_FLAG_NET|RS_CONN_FLAG_IOMAP), credits, 3 reserved bytes,
+// target_iomap_size, then the target SGL and the first data buffer, each
+// an rs_sge {addr u64, key u32, length u32}.
+const (
+	rsConnDataLen   = 40
+	rsVersion       = 1
+	rsConnFlags     = 1<<0 | 1<<1
+	rsMaxTargetSGL  = 1 << 16
+	rsTargetSGLLen  = 8 + 12 // target_sgl.length
+	rsDataBufLen    = 24 + 12
+	rsCreditsOffset = 2
+)
+
+// isRsocketConnData reports whether the CM private data b (zero-padded by
+// the CM message) is a plausible rs_conn_data: what an rsockets peer sends
+// in its connection request and in its accept.
+func isRsocketConnData(b []byte) bool {
+	if len(b) < rsConnDataLen {
+		return false
+	}
+	return b[0] == rsVersion && b[1]&^rsConnFlags == 0 &&
+		binary.BigEndian.Uint16(b[rsCreditsOffset:]) != 0 &&
+		b[4] == 0 && b[5] == 0 && b[6] == 0 &&
+		sglLen(b) >= 1 && sglLen(b) <= rsMaxTargetSGL &&
+		binary.BigEndian.Uint32(b[rsDataBufLen:]) != 0
+}
+
+func sglLen(b []byte) uint32 { return binary.BigEndian.Uint32(b[rsTargetSGLLen:]) }
+
+// rsocketPeer names what sends rs_conn_data, for messages.
+const rsocketPeer = "rsockets (rcopy, rstream or a program under librspreload)"
+
+// peerData classifies the private data of a peer's connection request or
+// accept: foreign is true when it is rsockets' (what says so), and other
+// describes data rdmacp does not send but cannot name ("" when it is all
+// zeros, as rdmacp's own).
+func peerData(b []byte) (foreign bool, other string) {
+	if isRsocketConnData(b) {
+		return true, ""
+	}
+	n := len(b)
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	if n == 0 {
+		return false, ""
+	}
+	shown := b[:min(n, 16)]
+	more := ""
+	if n > len(shown) {
+		more = "..."
+	}
+	return false, fmt.Sprintf("%d bytes of connection private data rdmacp does not send (% x%s)", n, shown, more)
+}
+
+// foreignReceiver is Dial's error for a receiver at addr that speaks
+// rsockets.
+func foreignReceiver(addr string) error {
+	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: run `rdmacp recv DIR` there", ErrForeignPeer, addr, rsocketPeer)
+}
