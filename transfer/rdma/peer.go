@@ -74,7 +74,7 @@ func peerData(b []byte) (foreign bool, other string) {
 	if n > len(shown) {
 		more = "..."
 	}
-	return false, fmt.Sprintf("%d bytes of connection private data rdmacp does not send (% x%s)", n, shown, more)
+	return false, fmt.Sprintf("connection private data rdmacp does not send (%d bytes before the zero padding: % x%s)", n, shown, more)
 }
 
 // foreignReceiver is Dial's error for a receiver at addr that speaks
