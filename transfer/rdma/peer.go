@@ -6,13 +6,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/rdmago/rdmago/cm"
 )
 
-// ErrForeignPeer is matched (errors.Is) by Dial's error when the receiver
-// that accepted the connection speaks another protocol than rdmacp's (an
-// rsockets server: rcopy, rstream, a program under librspreload). The
-// connection is closed at once, before anything is sent, and the error
-// names what the peer seems to be. Trying again does not help.
+// ErrForeignPeer is matched (errors.Is) by the error of Dial and DialRetry
+// when the program at the address is not an rdmacp receiver and seems to
+// be an rsockets server (rcopy, rstream, a program under librspreload):
+// it accepted with rs_conn_data (Dial closes the connection before
+// anything is sent), or it rejected DialRetry's requests again and again
+// without a word, as rsockets' raccept does with a request that carries
+// no rs_conn_data. The error names what the peer seems to be. Trying
+// again does not help.
 var ErrForeignPeer = errors.New("the peer does not speak rdmacp")
 
 // rdmacp's own connection requests and accepts carry no private data (the
@@ -81,4 +86,39 @@ func peerData(b []byte) (foreign bool, other string) {
 // rsockets.
 func foreignReceiver(addr string) error {
 	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: run `rdmacp recv DIR` there", ErrForeignPeer, addr, rsocketPeer)
+}
+
+// A Listener's rejects carry a text (an rdmacp receiver says why it turns
+// a request away), so a reject without one comes from another program, or
+// from the CM when setting up the connection failed.
+const busyText = "rdmacp receiver: busy, try again"
+
+// silentRejects is how many rejects without a word in a row make
+// DialRetry give up on the address: with its pauses, half a second.
+const silentRejects = 5
+
+// silentReject reports whether err is a REJECTED from the peer application
+// (IB_CM_REJ_CONSUMER_DEFINED) with no private data: what librdmacm's
+// raccept answers a request without rs_conn_data with (rdma_reject with
+// none, or the id destroyed unanswered).
+func silentReject(err error) bool {
+	var e *cm.EventError
+	if err == nil || !errors.As(err, &e) {
+		return false
+	}
+	if r, ok := e.RejectReason(); !ok || r != cm.RejConsumerDefined {
+		return false
+	}
+	for _, b := range e.PrivateData {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// foreignRejecter is DialRetry's error for a program at addr that rejected
+// n requests in a row without a word.
+func foreignRejecter(addr string, n int, last error) error {
+	return fmt.Errorf("%w: the program at %s rejected %d connection requests in a row without a word, as a server speaking %s does with rdmacp's: it is not an rdmacp receiver; run `rdmacp recv DIR` there (last: %v)", ErrForeignPeer, addr, n, rsocketPeer, last)
 }

@@ -5,8 +5,12 @@ package rdma
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/cm"
 )
 
 // rsConnData is an rs_conn_data as librdmacm lays it out (the golden bytes
@@ -63,6 +67,39 @@ func TestForeignReceiverError(t *testing.T) {
 		t.Errorf("%v: want ErrForeignPeer, not retryable", err)
 	}
 	for _, w := range []string{"10.0.0.1:7427 speaks rsockets (rcopy, rstream or a program under librspreload), not rdmacp", "rdmacp recv"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q does not say %q", err, w)
+		}
+	}
+}
+
+func TestSilentReject(t *testing.T) {
+	rej := func(reason cm.RejectReason, data []byte) error {
+		return fmt.Errorf("connect to h: %w", &cm.EventError{Op: "connect", Event: abi.RDMA_CM_EVENT_REJECTED, Status: int32(reason), PrivateData: data})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"raccept's (none)", rej(cm.RejConsumerDefined, nil), true},
+		{"raccept's (zero-padded)", rej(cm.RejConsumerDefined, make([]byte, 148)), true},
+		{"an rdmacp receiver busy", rej(cm.RejConsumerDefined, []byte(busyText)), false},
+		{"an rdmacp receiver refusing rsockets", rej(cm.RejConsumerDefined, []byte(refuseText)), false},
+		{"nobody listens", rej(cm.RejInvalidServiceID, nil), false},
+		{"unreachable", &cm.EventError{Op: "connect", Event: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -110}, false},
+		{"other", errors.New("x"), false},
+		{"nil", nil, false},
+	} {
+		if got := silentReject(tc.err); got != tc.want {
+			t.Errorf("%s: silentReject(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+	err := foreignRejecter("10.0.0.1:7427", silentRejects, rej(cm.RejConsumerDefined, nil))
+	if !errors.Is(err, ErrForeignPeer) || Retryable(err) {
+		t.Errorf("%v: want ErrForeignPeer, not retryable", err)
+	}
+	for _, w := range []string{"10.0.0.1:7427 rejected 5 connection requests in a row without a word", "rsockets (rcopy, rstream or a program under librspreload)", "not an rdmacp receiver", "run `rdmacp recv DIR` there"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not say %q", err, w)
 		}

@@ -346,13 +346,24 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 // DialRetry is Dial that retries for up to wait while nobody listens at
 // addr yet (or its CM does not answer), pausing transfer.RetryDelay between
 // attempts (50 ms doubling to 1 s, jittered). It returns how many attempts
-// failed before the result. A sender should use Dialer with
+// failed before the result. A program that rejects silentRejects requests
+// in a row without a word (an rsockets server does: rdmacp's request
+// carries no rs_conn_data; an rdmacp receiver says why it rejects) ends it
+// with an error matching ErrForeignPeer. A sender should use Dialer with
 // transfer.Sender.DialSend, which also waits out a receiver busy with other
 // senders' handshakes.
 func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
 	deadline := time.Now().Add(wait)
+	silent := 0
 	for retries := 0; ; retries++ {
 		t, err := Dial(ctx, addr, cfg)
+		if silentReject(err) {
+			if silent++; silent == silentRejects {
+				return nil, retries, foreignRejecter(WithDefaultPort(addr), silent, err)
+			}
+		} else {
+			silent = 0
+		}
 		pause := transfer.RetryDelay(retries)
 		if err == nil || !Retryable(err) || time.Now().Add(pause).After(deadline) {
 			return t, retries, err
@@ -470,7 +481,7 @@ func (l *Listener) loop() {
 			waiting, live := l.waiting, l.live
 			l.mu.Unlock()
 			l.logf("accept: %d connections wait for Accept, %d setups alive: request rejected", waiting, live)
-			req.Reject(nil)
+			req.Reject([]byte(busyText))
 			continue
 		}
 		if len(l.setups) >= limit {
