@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -80,15 +81,32 @@ func (c *conn) sendHello(ctx context.Context, h *Hello, psk []byte) ([]byte, err
 // recvHello waits for the peer's HELLO (where: what it should have come
 // before) and returns it with the message as received (for authMAC).
 func (c *conn) recvHello(ctx context.Context, where string) (*Hello, []byte, error) {
-	m, _, err := c.recv(ctx)
-	if err != nil {
+	m, a, err := c.recv(ctx)
+	var e *Error
+	switch {
+	case err != nil && errors.As(err, &e) && !e.Remote && e.Code == CodeProtocol && c.last != nil:
+		return nil, nil, protoErrorf("%s: the peer's first message (%s) is not rdmacp's HELLO: is it rdmacp?", e.Text, readText(c.last))
+	case err != nil:
 		return nil, nil, err
+	case m == nil:
+		return nil, nil, protoErrorf("unexpected data write %s (immediate %#08x, %d bytes): the peer is not rdmacp", where, a.Imm, a.Len)
 	}
 	h, ok := m.(*Hello)
 	if !ok {
 		return nil, nil, unexpected(m, where)
 	}
 	return h, append([]byte(nil), c.last...), nil
+}
+
+// readText shows what a peer sent, escaped, for an error: its length and
+// its first bytes.
+func readText(b []byte) string {
+	const show = 40
+	n, more := len(b), ""
+	if n > show {
+		b, more = b[:show], "..."
+	}
+	return fmt.Sprintf("%d bytes: \"%s\"%s", n, Escape(string(b)), more)
 }
 
 // recvAuth waits for the peer's AUTH and checks its MAC, made with label

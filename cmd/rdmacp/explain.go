@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/transfer"
+	"github.com/rdmago/rdmago/transfer/rdma"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -26,6 +27,8 @@ func hint(err error, peer string) string {
 			return "" // the error says how already
 		}
 		return "this machine has no RDMA device: load rdma_rxe and create one with `rdma link add rxe0 type rxe netdev IFACE`, or run inside the lab (go run ./cmd/rdmalab run -- ...)"
+	case errors.Is(err, rdma.ErrForeignPeer):
+		return "" // the error names the peer and what to run there
 	case errors.Is(err, cm.ErrNoListener), errors.Is(err, cm.ErrRejected):
 		return "no rdmacp receiver listens at " + peer + ": start `rdmacp recv DIR` there, or give it longer with --wait"
 	case errors.Is(err, cm.ErrUnreachable):

@@ -85,6 +85,7 @@ func (c *common) psk() ([]byte, error) {
 
 func (c *common) rdmaConfig(stderr io.Writer) rdma.Config {
 	cfg := rdma.Config{MaxSlots: c.depth, AckTimeout: uint8(c.ackTO)}
+	cfg.Warnf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	if c.verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	}

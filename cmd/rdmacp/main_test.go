@@ -433,3 +433,16 @@ func TestSendBusyReceiver(t *testing.T) {
 		t.Errorf("recv exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// A receiver that speaks rsockets: the error says so and what to run;
+// no hint adds advice that does not apply (--resume, "no receiver").
+func TestSendForeignReceiver(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(f, []byte("x"), 0o644)
+	nw := newMemNet()
+	nw.failDial = fmt.Errorf("connect to h:18517: %w: the receiver at h:18517 speaks rsockets (rcopy, rstream or a program under librspreload), not rdmacp: run `rdmacp recv DIR` there", rdma.ErrForeignPeer)
+	r := runCmd(context.Background(), nw, "send", f, "h")
+	if r.code != 1 || !strings.Contains(r.stderr, "speaks rsockets") || strings.Count(r.stderr, "rdmacp:   ") != 0 {
+		t.Errorf("exit %d, stderr %q; want 1, the error, no hint line", r.code, r.stderr)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
@@ -41,6 +42,10 @@ type Config struct {
 	MaxSlots int
 	// Logf, when set, is told every connection step (cm.Options.Logf).
 	Logf func(format string, args ...any)
+	// Warnf, when set, is told what a Listener refuses whatever Logf is:
+	// a connection request from a peer speaking rsockets (rcopy's client,
+	// a program under librspreload). Without it Logf is.
+	Warnf func(format string, args ...any)
 	// CloseTimeout bounds Close's wait for the peer to confirm the
 	// disconnect (default: cm's, 3 s).
 	CloseTimeout time.Duration
@@ -313,14 +318,26 @@ func (t *Transport) start(c *cm.Conn) {
 // cm.Dial, with the control messages' receives posted before the
 // connection is up (a sender needs no more; see PrepareWrites). It fails
 // with cm's errors (cm.ErrNoListener, ..., uverbs.ErrNoDevice) as they
-// come; see DialRetry to wait for a receiver that is starting. The caller
-// must Close the Transport.
+// come; see DialRetry to wait for a receiver that is starting. A receiver
+// that accepts with rsockets' connection data (rcopy's server, rstream -s,
+// a program under librspreload) is disconnected at once and the error,
+// matching ErrForeignPeer, says so. The caller must Close the Transport.
 func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 	addr = WithDefaultPort(addr)
 	t := newTransport(cfg, false)
 	c, err := cm.Dial(ctx, addr, t.options())
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	// rdmacp's receiver accepts with no private data: an rsockets
+	// server's rs_conn_data means whatever is sent next would only
+	// break its QP and leave this end to time out.
+	switch foreign, other := peerData(c.Peer().PrivateData); {
+	case foreign:
+		c.Close()
+		return nil, foreignReceiver(addr)
+	case other != "" && cfg.Logf != nil:
+		cfg.Logf("connect to %s: the receiver accepted with %s: it may not be rdmacp", addr, other)
 	}
 	t.start(c)
 	return t, nil
@@ -329,13 +346,24 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 // DialRetry is Dial that retries for up to wait while nobody listens at
 // addr yet (or its CM does not answer), pausing transfer.RetryDelay between
 // attempts (50 ms doubling to 1 s, jittered). It returns how many attempts
-// failed before the result. A sender should use Dialer with
+// failed before the result. A program that rejects silentRejects requests
+// in a row without a word (an rsockets server does: rdmacp's request
+// carries no rs_conn_data; an rdmacp receiver says why it rejects) ends it
+// with an error matching ErrForeignPeer. A sender should use Dialer with
 // transfer.Sender.DialSend, which also waits out a receiver busy with other
 // senders' handshakes.
 func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
 	deadline := time.Now().Add(wait)
+	silent := 0
 	for retries := 0; ; retries++ {
 		t, err := Dial(ctx, addr, cfg)
+		if silentReject(err) {
+			if silent++; silent == silentRejects {
+				return nil, retries, foreignRejecter(WithDefaultPort(addr), silent, err)
+			}
+		} else {
+			silent = 0
+		}
 		pause := transfer.RetryDelay(retries)
 		if err == nil || !Retryable(err) || time.Now().Add(pause).After(deadline) {
 			return t, retries, err
@@ -384,13 +412,17 @@ func WithDefaultPort(addr string) string {
 // once (a further request evicts the oldest), so no peer can hold up the
 // others: a half-open connect (the REP answered by no RTU) holds one
 // pending slot until AcceptTimeout or until newer requests push it out.
+// A request carrying rsockets' connection data (rcopy's client, a program
+// under librspreload) is rejected at once and reported (Config.Warnf).
 type Listener struct {
 	l      *cm.Listener
 	cfg    Config
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	ready  chan *Transport // set up, for Accept
-	wg     sync.WaitGroup  // the setup goroutines
+	// refused counts the requests refused for speaking rsockets.
+	refused atomic.Int64
+	wg      sync.WaitGroup // the setup goroutines
 
 	mu      sync.Mutex
 	setups  []*setup // in progress, oldest first
@@ -440,12 +472,16 @@ func (l *Listener) loop() {
 			l.loopErr = err
 			return
 		}
+		if foreign, _ := peerData(req.Param.PrivateData); foreign {
+			l.refuse(req)
+			continue
+		}
 		l.mu.Lock()
 		if l.waiting >= limit || l.live >= 2*limit {
 			waiting, live := l.waiting, l.live
 			l.mu.Unlock()
 			l.logf("accept: %d connections wait for Accept, %d setups alive: request rejected", waiting, live)
-			req.Reject(nil)
+			req.Reject([]byte(busyText))
 			continue
 		}
 		if len(l.setups) >= limit {
@@ -503,6 +539,34 @@ func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
 	l.waiting--
 	l.mu.Unlock()
 }
+
+// refuseText is the private data of the reject a Listener answers an
+// rsockets peer with (its rconnect fails with ECONNREFUSED either way).
+const refuseText = "rdmacp receiver: rsockets connections are refused"
+
+// refuse rejects a connection request from a peer speaking rsockets and
+// says so (Config.Warnf, else Logf): the listener goes on serving others.
+func (l *Listener) refuse(req *cm.Request) {
+	from := "an unknown address"
+	if a, err := req.ID.Query(); err == nil && a.Remote.IsValid() {
+		from = a.Remote.String()
+	}
+	err := req.Reject([]byte(refuseText))
+	l.refused.Add(1)
+	warn := l.cfg.Warnf
+	if warn == nil {
+		warn = l.logf
+	}
+	if err != nil {
+		warn("a peer speaking %s tried to connect from %s: refused (%v)", rsocketPeer, from, err)
+		return
+	}
+	warn("a peer speaking %s tried to connect from %s: refused", rsocketPeer, from)
+}
+
+// Refused is how many connection requests the listener refused because
+// the peer speaks rsockets.
+func (l *Listener) Refused() int { return int(l.refused.Load()) }
 
 func (l *Listener) logf(format string, args ...any) {
 	if l.cfg.Logf != nil {
