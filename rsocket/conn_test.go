@@ -503,3 +503,37 @@ func TestFakeKeepAlive(t *testing.T) {
 		t.Fatalf("read from a silent peer: %v, want ETIMEDOUT from the keepalive", err)
 	}
 }
+
+// TestFakeStats: a writer facing a reader that reads nothing stalls once the
+// half of the receive ring published at connection time is full (a peer
+// that never calls Read publishes no more, as with librdmacm), and Stats
+// on both ends says why (no published buffer left; the data queued
+// unread); after the reader drains, the stall ends.
+func TestFakeStats(t *testing.T) {
+	const ring = 4096
+	a, b, _ := fakePair(t, Options{}, Options{RecvBuffer: ring})
+	a.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	n, err := a.Write(make([]byte, 3*ring))
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n != ring/2 {
+		t.Fatalf("write to a peer that reads nothing: %d bytes, %v; want %d bytes, then the deadline", n, err, ring/2)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	t.Logf("writer: %v", sa)
+	t.Logf("reader: %v", sb)
+	if sa.PeerBuffer != 0 || sa.MessagesSent == 0 || sa.MessagesSent != sb.MessagesReceived {
+		t.Errorf("writer stats %+v: want no peer buffer left and the reader's %d messages sent", sa, sb.MessagesReceived)
+	}
+	if sb.Queued != ring/2 || sb.MessagesRead != 0 {
+		t.Errorf("reader stats %+v: want %d bytes queued, nothing read", sb, ring/2)
+	}
+	if _, err := io.ReadFull(b, make([]byte, ring/2)); err != nil {
+		t.Fatal(err)
+	}
+	a.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := a.Write(make([]byte, ring/2)); err != nil {
+		t.Fatalf("write after the reader drained: %v (writer: %v)", err, a.Stats())
+	}
+	if sb := b.Stats(); sb.MessagesRead == 0 || sb.CreditsGranted == 0 {
+		t.Errorf("reader stats after reading %+v", sb)
+	}
+}

@@ -11,30 +11,53 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/rsocket"
 )
 
-// labNet is rsocketNet that reports the listening address and retries a
-// dial while nobody listens yet (the C peer may still be starting).
+// labNet is rsocketNet that reports the listening address, retries a
+// dial while nobody listens yet (the C peer may still be starting) and
+// keeps the connection for the test's watch (see stats).
 type labNet struct {
 	rsocketNet
 	addrs chan net.Addr
+	conn  *atomic.Pointer[rsocket.Conn]
+}
+
+func newLabNet() labNet {
+	return labNet{addrs: make(chan net.Addr, 1), conn: new(atomic.Pointer[rsocket.Conn])}
+}
+
+func (n labNet) keep(c conn, err error) (conn, error) {
+	if rc, ok := c.(*rsocket.Conn); ok {
+		n.conn.Store(rc)
+	}
+	return c, err
 }
 
 func (n labNet) dial(ctx context.Context, addr string) (conn, error) {
-	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
-		func() (conn, error) { return n.rsocketNet.dial(ctx, addr) })
+	return n.keep(labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+		func() (conn, error) { return n.rsocketNet.dial(ctx, addr) }))
 }
 
 func (n labNet) accept(ctx context.Context, addr string, listening func(net.Addr)) (conn, error) {
-	return n.rsocketNet.accept(ctx, addr, func(a net.Addr) {
+	return n.keep(n.rsocketNet.accept(ctx, addr, func(a net.Addr) {
 		listening(a)
 		n.addrs <- a
-	})
+	}))
+}
+
+// stats describes rdmacat's connection's flow control, for labtest.Watch.
+func (n labNet) stats() string {
+	if c := n.conn.Load(); c != nil {
+		return "rdmacat's connection: " + c.Stats().String()
+	}
+	return "rdmacat has no connection on this node"
 }
 
 func random(n int, seed uint64) []byte {
@@ -101,7 +124,10 @@ func TestLabNetcat(t *testing.T) {
 				}
 				return nil
 			}
-			nw := labNet{addrs: make(chan net.Addr, 1)}
+			nw := newLabNet()
+			// A stall would otherwise end only in the deadline: say
+			// what each side's kernel and rdmacat's flow control hold.
+			e.Watch(t, 60*time.Second, nw.stats)
 			connect := e.Peer + ":" + port
 			var lfn, cfn func() error
 			if ncListens {
