@@ -457,8 +457,6 @@ func (c *Config) finish(size int) error {
 	}
 	if c.Perftest {
 		switch {
-		case c.RDMACM:
-			return errors.New("--perftest with -R: perftest's rdma_cm exchange is not implemented yet; use its TCP exchange (drop -R on both sides)")
 		case len(c.Sizes) != 1:
 			return errors.New("--perftest runs one size: give -s instead of -a")
 		case c.Duration > 0:

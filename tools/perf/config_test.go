@@ -39,6 +39,8 @@ func TestParseDefaults(t *testing.T) {
 		{args: []string{"send_lat", "-n", "100"}, sizes: []int{2}, iters: 100, tx: 1, rx: 100, cqMod: 1, qps: 1},
 		{args: []string{"atomic_lat", "-R", "host"}, sizes: []int{8}, iters: 1000, tx: 1, rx: 1, cqMod: 1, qps: 1, host: "host", rdmacm: true},
 		{args: []string{"atomic_bw", "--perftest", "host"}, sizes: []int{8}, iters: 5000, tx: 128, rx: 1, cqMod: 100, qps: 1, host: "host"},
+		// perftest's rdma_cm exchange, several QPs.
+		{args: []string{"send_bw", "--perftest", "-R", "-q", "2", "-s", "1024", "host"}, sizes: []int{1024}, iters: 5000, tx: 128, rx: 512, cqMod: 100, qps: 2, host: "host", rdmacm: true},
 		// tx depth is capped by the iterations; -I is dropped for READ.
 		{args: []string{"read_bw", "-n", "50", "-I", "64", "-q", "4"}, sizes: []int{65536}, iters: 50, tx: 50, rx: 1, cqMod: 1, qps: 4},
 		{args: []string{"write_bw", "-I", "64", "-s", "32"}, sizes: []int{32}, iters: 5000, tx: 128, rx: 1, cqMod: 100, inline: 64, qps: 1},
@@ -105,7 +107,6 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"atomic_lat", "-s", "16"}, "8 bytes"},
 		{[]string{"write_bw", "-A", "CMP_AND_SWAP"}, "atomic_lat and atomic_bw only"},
 		{[]string{"atomic_bw", "-s", "16"}, "atomic_bw works on 8 bytes"},
-		{[]string{"write_bw", "--perftest", "-R"}, "perftest's rdma_cm exchange is not implemented"},
 		{[]string{"write_bw", "--perftest", "-a"}, "give -s instead of -a"},
 		{[]string{"write_bw", "--perftest", "-D", "2"}, "-D is not implemented against perftest"},
 		{[]string{"conn_time", "--perftest"}, "no perftest counterpart"},

@@ -4,6 +4,7 @@ package perf
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -135,6 +136,9 @@ func decode(b []byte, err error) (*message, error) {
 	}
 	var m message
 	if err := json.Unmarshal(b, &m); err != nil {
+		if v, _, _ := bytes.Cut(b, []byte{0}); len(v) > 0 && looksPerftest(v) {
+			return nil, fmt.Errorf("control channel: the peer sent %q, perftest's version exchange: it is perftest (ib_write_bw -R, ...) or rdmaperf --perftest -R; add --perftest on this side", v)
+		}
 		return nil, fmt.Errorf("control message: %w", err)
 	}
 	return &m, nil
@@ -368,7 +372,11 @@ func (t *cmTransport) await(ctx context.Context, cq *uverbs.CQ) (uverbs.WC, erro
 	return t.wcs[0], nil
 }
 
-func (t *cmTransport) writeMsg(b []byte) error {
+func (t *cmTransport) writeMsg(b []byte) error { return t.writeMsgCtx(bgCtx, b) }
+
+// writeMsgCtx sends b and waits for the send's completion, at most until
+// ctx ends.
+func (t *cmTransport) writeMsgCtx(ctx context.Context, b []byte) error {
 	if len(b) > cmSlot {
 		return fmt.Errorf("control message of %d bytes exceeds %d", len(b), cmSlot)
 	}
@@ -378,7 +386,7 @@ func (t *cmTransport) writeMsg(b []byte) error {
 	if err := t.conn.QP().PostSend(wr); err != nil {
 		return err
 	}
-	wc, err := t.await(bgCtx, t.conn.SendCQ())
+	wc, err := t.await(ctx, t.conn.SendCQ())
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,7 +47,9 @@ func perftestTool(t *testing.T, ctx context.Context, name string, args ...string
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
-		if err != nil && strings.Contains(out.String(), "Couldn't connect to") && ctx.Err() == nil {
+		// A client that came before its server: TCP ("Couldn't connect
+		// to") or rdma_cm ("Unable to init the socket connection").
+		if err != nil && ctx.Err() == nil && (strings.Contains(out.String(), "Couldn't connect to") || strings.Contains(out.String(), "Unable to init the socket connection")) {
 			time.Sleep(250 * time.Millisecond)
 			continue
 		}
@@ -112,21 +115,61 @@ func checkPtReport(t *testing.T, test string, server bool, out []byte) {
 }
 
 func TestLabPerftestInterop(t *testing.T) {
+	ptInterop(t, ptPairs, nil, 18700)
+}
+
+// With -R both sides use perftest's rdma_cm exchange and rdma_cm connects
+// the QPs.
+func TestLabPerftestRDMACM(t *testing.T) {
+	ptInterop(t, ptPairs, []string{"-R"}, 18720)
+}
+
+// Two QPs in each exchange, TCP and rdma_cm.
+func TestLabPerftestQPs(t *testing.T) {
+	pairs := ptPairs[:2] // write_bw, send_bw
+	t.Run("tcp", func(t *testing.T) { ptInterop(t, pairs, []string{"-q", "2"}, 18740) })
+	t.Run("rdma_cm", func(t *testing.T) { ptInterop(t, pairs, []string{"-q", "2", "-R"}, 18750) })
+}
+
+// ptInterop runs each pair with extra flags on both sides, rdmaperf as
+// client and as server, on ports from base.
+func ptInterop(t *testing.T, pairs []struct {
+	test string
+	args []string
+}, extra []string, base int) {
 	e := labtest.Require(t)
-	for i, p := range ptPairs {
+	rdmacm := slices.Contains(extra, "-R")
+	qps := 1
+	if i := slices.Index(extra, "-q"); i >= 0 {
+		qps, _ = strconv.Atoi(extra[i+1])
+	}
+	for i, p := range pairs {
 		for role := 0; role < 2; role++ {
 			name := p.test + "/rdmaperf-client"
 			if role == 1 {
 				name = p.test + "/rdmaperf-server"
 			}
 			t.Run(name, func(t *testing.T) {
-				port := strconv.Itoa(18700 + 2*i + role)
+				port := strconv.Itoa(base + 2*i + role)
 				ctx := labtest.Context(t, 2*time.Minute)
 				tool := "ib_" + p.test
-				cargs := append([]string{}, p.args...)
+				cargs := append(append([]string{}, p.args...), extra...)
 				cargs = append(cargs, "-p", port)
 				rargs := append([]string{p.test, "--perftest", "--json", "--timeout", "90s"}, cargs...)
 				size := ptSize(p.test, p.args)
+				checkC := func(who, out string) {
+					t.Helper()
+					checkPerftestOutput(t, who, out, size)
+					checkPtSettings(t, who, out, rdmacm, qps)
+				}
+				checkR := func(server bool, out []byte) {
+					t.Helper()
+					checkPtReport(t, p.test, server, out)
+					r := decodeReport(t, out)
+					if want := map[bool]string{false: "tcp", true: "rdma_cm"}[rdmacm]; r.Transport != want || r.QPs != qps {
+						t.Errorf("rdmaperf reports transport %q with %d QPs, want %q with %d", r.Transport, r.QPs, want, qps)
+					}
+				}
 				if role == 0 {
 					// perftest serves, rdmaperf is the client.
 					e.RunRoles(t, func() error {
@@ -139,8 +182,9 @@ func TestLabPerftestInterop(t *testing.T) {
 							if !strings.Contains(out, "remote address:") {
 								t.Errorf("%s (server) did not connect:\n%s", tool, out)
 							}
+							checkPtSettings(t, tool+" (server)", out, rdmacm, qps)
 						default:
-							checkPerftestOutput(t, tool+" (server)", out, size)
+							checkC(tool+" (server)", out)
 						}
 						return err
 					}, func() error {
@@ -150,7 +194,7 @@ func TestLabPerftestInterop(t *testing.T) {
 						if err != nil {
 							return fmt.Errorf("rdmaperf client: %w", err)
 						}
-						checkPtReport(t, p.test, false, out)
+						checkR(false, out)
 						return nil
 					})
 					return
@@ -161,17 +205,36 @@ func TestLabPerftestInterop(t *testing.T) {
 					if err != nil {
 						return fmt.Errorf("rdmaperf server: %w", err)
 					}
-					checkPtReport(t, p.test, true, out)
+					checkR(true, out)
 					return nil
 				}, func() error {
 					out, err := perftestTool(t, ctx, tool, append(cargs, e.Peer)...)
 					if err == nil {
-						checkPerftestOutput(t, tool+" (client)", out, size)
+						checkC(tool+" (client)", out)
 					}
 					return err
 				})
 			})
 		}
+	}
+}
+
+// checkPtSettings checks what a perftest program says it ran: its exchange
+// and its number of QPs.
+func checkPtSettings(t *testing.T, who, out string, rdmacm bool, qps int) {
+	t.Helper()
+	method := "Ethernet"
+	if rdmacm {
+		method = "rdma_cm"
+	}
+	if !strings.Contains(out, "Data ex. method : "+method) {
+		t.Errorf("%s did not use the %s exchange:\n%s", who, method, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("Number of qps   : %d", qps)) {
+		t.Errorf("%s did not run %d QPs:\n%s", who, qps, out)
+	}
+	if n := strings.Count(out, "remote address:"); n != qps {
+		t.Errorf("%s printed %d remote addresses, want %d:\n%s", who, n, qps, out)
 	}
 }
 
@@ -227,6 +290,62 @@ func TestLabPerftestMismatch(t *testing.T) {
 	t.Logf("rdmaperf write_lat facing ib_send_bw after %v: %v", time.Since(t0), err)
 	cancel()
 	<-srv
+}
+
+// One side with -R, the other without: each rdmaperf names what the peer
+// runs, well within its --timeout, whichever side it is.
+func TestLabPerftestExchangeMismatch(t *testing.T) {
+	e := labtest.Require(t)
+	labtest.OneNode(t, "both ends on this node")
+	for i, tc := range []struct {
+		name   string
+		server bool     // rdmaperf's role
+		rargs  []string // rdmaperf's extra flags
+		cargs  []string // perftest's
+		want   string
+	}{
+		{"rdmaperf-R-client/ib_write_bw-server", false, []string{"-R"}, nil, "the peer runs perftest's TCP exchange (no -R)"},
+		{"rdmaperf-client/ib_write_bw-R-server", false, nil, []string{"-R"}, "the peer runs perftest's rdma_cm exchange (-R)"},
+		{"rdmaperf-R-server/ib_write_bw-client", true, []string{"-R"}, nil, "it runs perftest's TCP exchange (no -R)"},
+		{"rdmaperf-server/ib_write_bw-R-client", true, nil, []string{"-R"}, "it runs perftest's rdma_cm exchange (-R)"},
+	} {
+		port := strconv.Itoa(18792 + i)
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := labtest.Context(t, time.Minute)
+			cargs := append([]string{"-s", "4096", "-n", "50", "-p", port}, tc.cargs...)
+			rargs := append([]string{"write_bw", "--perftest", "-s", "4096", "-n", "50", "-p", port, "--timeout", "20s"}, tc.rargs...)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			peer := make(chan error, 1)
+			var err error
+			t0 := time.Now()
+			if tc.server {
+				go func() {
+					_, err := perftestTool(t, cctx, "ib_write_bw", append(cargs, e.Peer)...)
+					peer <- err
+				}()
+				_, err = rdmaperf(ctx, rargs)
+			} else {
+				go func() {
+					_, err := perftestTool(t, cctx, "ib_write_bw", cargs...)
+					peer <- err
+				}()
+				_, err = labtest.Retry(ctx, retryable, func() ([]byte, error) {
+					return rdmaperf(ctx, append(rargs, e.Peer))
+				})
+			}
+			d := time.Since(t0)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("rdmaperf %v: %v; want an error saying %q", rargs, err, tc.want)
+			}
+			if d > 15*time.Second {
+				t.Errorf("rdmaperf took %v to tell", d)
+			}
+			t.Logf("after %v: %v", d, err)
+			cancel()
+			t.Logf("ib_write_bw: %v", <-peer)
+		})
+	}
 }
 
 // TestLabPerftestCapture relays ib_write_bw's client and server through this

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/rdmago/rdmago/tools/perf/ptwire"
@@ -32,17 +31,23 @@ const ptCacheLine = 64
 // runPerftest runs one side of a test against a perftest program.
 func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 	c := s.cfg
-	nc, err := s.ptConnect(ctx)
+	pc, ln, comm, err := s.ptConnect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pc := ptwire.NewConn(nc, !s.server, ptHelloWait)
 	defer pc.Close()
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
-	defer stop()
+	if ln != nil {
+		defer ln.Close()
+	}
 	t0 := time.Now()
 	s.newEndpoints(c.QPs)
-	if err := s.openDevice(); err != nil {
+	if comm != nil {
+		// The device is the one the route to the peer goes through.
+		s.devName = comm.Context().Device().Name
+		if err := s.queryPort(comm.Context()); err != nil {
+			return nil, err
+		}
+	} else if err := s.openDevice(); err != nil {
 		return nil, err
 	}
 	if _, err := pc.Versions(); err != nil {
@@ -67,7 +72,23 @@ func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	s.mtu = uverbs.MTU(mtu)
-	if err := s.createQPs(); err != nil {
+	if comm != nil {
+		// create_rdma_cm_connection: a barrier, one rdma_cm connection per
+		// QP on the same port, a barrier. The keys carry nothing yet.
+		if _, err := pc.Keys("before the QPs' rdma_cm connections", ptwire.Dest{}); err != nil {
+			return nil, err
+		}
+		if err := s.ptDataConns(ctx, ln, pc.Wait); err != nil {
+			return nil, err
+		}
+		s.mtu = uverbs.MTU(mtu) // adoptConn read the port's
+		if _, err := pc.Keys("after the QPs' rdma_cm connections", ptwire.Dest{}); err != nil {
+			return nil, err
+		}
+		if err := s.register(s.pd); err != nil {
+			return nil, err
+		}
+	} else if err := s.createQPs(); err != nil {
 		return nil, err
 	}
 	mine := make([]ptwire.Dest, len(s.eps))
@@ -101,15 +122,25 @@ func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ptwire.V4Mapped(remote[0].GID) != ptwire.V4Mapped(s.gid.GID) {
+	if comm != nil {
+		// rdma_cm connected the QPs: the keys give the buffers.
+		if len(remote) != len(s.eps) {
+			return nil, fmt.Errorf("the peer has %d QPs, this side %d", len(remote), len(s.eps))
+		}
+		for i, d := range remote {
+			s.eps[i].remote = qpInfo{LID: d.LID, QPN: d.QPN, PSN: d.PSN, RKey: d.RKey, Addr: d.VAddr, OutReads: d.OutReads}
+		}
+	} else if ptwire.V4Mapped(remote[0].GID) != ptwire.V4Mapped(s.gid.GID) {
 		return nil, fmt.Errorf("the peer's GID %v and this side's %v differ in type (IPv4-mapped or not), as perftest refuses: pick GIDs of the same IP version with -x", gidAddr(hex.EncodeToString(remote[0].GID[:])), s.gid.GID.Addr())
 	}
-	infos := make([]qpInfo, len(remote))
-	for i, d := range remote {
-		infos[i] = qpInfo{LID: d.LID, QPN: d.QPN, PSN: d.PSN, GID: hex.EncodeToString(d.GID[:]), RKey: d.RKey, Addr: d.VAddr, OutReads: d.OutReads}
-	}
-	if err := s.connectQPs(infos); err != nil {
-		return nil, err
+	if comm == nil {
+		infos := make([]qpInfo, len(remote))
+		for i, d := range remote {
+			infos[i] = qpInfo{LID: d.LID, QPN: d.QPN, PSN: d.PSN, GID: hex.EncodeToString(d.GID[:]), RKey: d.RKey, Addr: d.VAddr, OutReads: d.OutReads}
+		}
+		if err := s.connectQPs(infos); err != nil {
+			return nil, err
+		}
 	}
 	if send {
 		if err := keys1("QPs connected"); err != nil {
@@ -199,33 +230,4 @@ func (s *session) ptLoopErr(err error) error {
 		return fmt.Errorf("the peer did not complete its part within --timeout %v: is it running %v with the same -s, -n and -q?", s.cfg.Deadline, s.cfg.Test)
 	}
 	return err
-}
-
-// ptConnect opens the TCP connection: the client dials, the server accepts
-// one client.
-func (s *session) ptConnect(ctx context.Context) (net.Conn, error) {
-	if !s.server {
-		var d net.Dialer
-		addr := hostPort(s.cfg.Host, s.cfg.Port)
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("couldn't connect to %s (is the perftest server running?): %w", addr, err)
-		}
-		return c, nil
-	}
-	ln, err := s.listen(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	c, err := ln.tcp.Accept()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return c, nil
 }

@@ -11,16 +11,24 @@
 // reads, then writes (ctx_hand_shake, ctx_xchg_data_ethernet). Each read has a
 // deadline, and what a peer sent that is not perftest's is quoted in the
 // error, with a guess at what the peer is.
+//
+// With perftest's -R (rdma_cm) the same exchange runs over an RC connection
+// of its own instead (ctx_xchg_data_rdma, rdma_read_keys, rdma_write_keys):
+// each message is one SEND of the same bytes, except that the keys are the
+// binary struct pingpong_dest, big-endian (56 bytes), and the closing has no
+// "done". NewMsgConn takes that connection as a Messenger.
 package ptwire
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +49,10 @@ const (
 	keysLen    = 108 // KEY_MSG_SIZE_GID
 	mtuLen     = 2   // "%d" of enum ibv_mtu and its NUL
 	doneLen    = 5   // "done" and its NUL
+	// DestLen is sizeof(struct pingpong_dest) on a 64-bit host: the keys
+	// of the rdma_cm exchange, and the size of the one receive perftest
+	// posts on that connection (no message may be longer).
+	DestLen = 56
 )
 
 // Dest is struct pingpong_dest as the keys carry it: one QP's address and
@@ -108,6 +120,39 @@ func ParseDest(msg []byte) (Dest, error) {
 	return d, nil
 }
 
+// MarshalBinary is struct pingpong_dest as rdma_write_keys sends it: each
+// field big-endian in the C layout (lid, out_reads, qpn, psn, rkey, 4 bytes
+// of padding, vaddr, gid, srqn, gid_index).
+func (d Dest) MarshalBinary() []byte {
+	b := make([]byte, DestLen)
+	be := binary.BigEndian
+	be.PutUint32(b[0:], uint32(d.LID))
+	be.PutUint32(b[4:], uint32(d.OutReads))
+	be.PutUint32(b[8:], d.QPN)
+	be.PutUint32(b[12:], d.PSN)
+	be.PutUint32(b[16:], d.RKey)
+	be.PutUint64(b[24:], d.VAddr)
+	copy(b[32:48], d.GID[:])
+	be.PutUint32(b[48:], d.SRQN)
+	return b
+}
+
+// ParseDestBinary parses the keys of the rdma_cm exchange (rdma_read_keys,
+// which reads neither srqn nor gid_index).
+func ParseDestBinary(msg []byte) (Dest, error) {
+	if len(msg) != DestLen {
+		return Dest{}, fmt.Errorf("keys message of %d bytes %s: want perftest's %d-byte struct pingpong_dest", len(msg), Quote(msg), DestLen)
+	}
+	be := binary.BigEndian
+	d := Dest{
+		LID: uint16(be.Uint32(msg[0:])), OutReads: int(int32(be.Uint32(msg[4:]))),
+		QPN: be.Uint32(msg[8:]), PSN: be.Uint32(msg[12:]), RKey: be.Uint32(msg[16:]),
+		VAddr: be.Uint64(msg[24:]), SRQN: be.Uint32(msg[48:]),
+	}
+	copy(d.GID[:], msg[32:48])
+	return d, nil
+}
+
 // V4Mapped reports an IPv4-mapped GID (ipv6_addr_v4mapped): perftest refuses
 // to pair one with a GID that is not ("Found Incompatibility issue with GID
 // types").
@@ -131,9 +176,21 @@ func Quote(b []byte) string {
 	return strconv.QuoteToASCII(string(bytes.TrimRight(b, "\x00")))
 }
 
-// Conn is one side of the exchange on a TCP connection.
+// Messenger carries perftest's exchange as whole messages: with -R, SENDs on
+// an RC connection of their own. ReadMsg returns the next message; a wait
+// longer than its timeout (0: none) fails with an error matching
+// context.DeadlineExceeded or os.ErrDeadlineExceeded.
+type Messenger interface {
+	WriteMsg(b []byte, timeout time.Duration) error
+	ReadMsg(timeout time.Duration) ([]byte, error)
+	Close() error
+}
+
+// Conn is one side of the exchange on a TCP connection or, with -R, on a
+// Messenger.
 type Conn struct {
 	c      net.Conn
+	m      Messenger // the rdma_cm exchange, instead of c
 	client bool
 	// Wait bounds each read that waits for the peer's program to reach
 	// the same step (the run in between included). Zero: no bound.
@@ -151,8 +208,21 @@ func NewConn(c net.Conn, client bool, wait time.Duration) *Conn {
 	return &Conn{c: c, client: client, Wait: wait}
 }
 
+// NewMsgConn is the rdma_cm exchange on m; client says which side this is.
+func NewMsgConn(m Messenger, client bool, wait time.Duration) *Conn {
+	return &Conn{m: m, client: client, Wait: wait}
+}
+
+// RDMACM reports the rdma_cm exchange.
+func (c *Conn) RDMACM() bool { return c.m != nil }
+
 // Close closes the connection.
-func (c *Conn) Close() error { return c.c.Close() }
+func (c *Conn) Close() error {
+	if c.m != nil {
+		return c.m.Close()
+	}
+	return c.c.Close()
+}
 
 // xchg sends mine and returns the peer's n bytes, in the side's order.
 func (c *Conn) xchg(step string, mine []byte, n int) ([]byte, error) {
@@ -171,6 +241,12 @@ func (c *Conn) xchg(step string, mine []byte, n int) ([]byte, error) {
 }
 
 func (c *Conn) write(b []byte) error {
+	if c.m != nil {
+		if err := c.m.WriteMsg(b, c.Wait); err != nil {
+			return fmt.Errorf("perftest exchange (rdma_cm), %s: send: %w", c.step, err)
+		}
+		return nil
+	}
 	if c.Wait > 0 {
 		c.c.SetWriteDeadline(time.Now().Add(c.Wait))
 	}
@@ -184,6 +260,9 @@ func (c *Conn) write(b []byte) error {
 var ErrTimeout = errors.New("the peer did not answer in time")
 
 func (c *Conn) read(n int) ([]byte, error) {
+	if c.m != nil {
+		return c.readMsg(n)
+	}
 	if c.Wait > 0 {
 		c.c.SetReadDeadline(time.Now().Add(c.Wait))
 	}
@@ -203,6 +282,21 @@ func (c *Conn) read(n int) ([]byte, error) {
 		return nil, fmt.Errorf("perftest exchange, %s: after %d of %d bytes %s: %w", c.step, got, n, Quote(b[:got]), err)
 	}
 	return nil, fmt.Errorf("perftest exchange, %s: %w", c.step, err)
+}
+
+// readMsg reads the peer's next message, which must be n bytes long.
+func (c *Conn) readMsg(n int) ([]byte, error) {
+	b, err := c.m.ReadMsg(c.Wait)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("%w (%v): is it running the same test with the same -s, -n and -q?", ErrTimeout, c.Wait)
+		}
+		return nil, fmt.Errorf("perftest exchange (rdma_cm), %s: %w", c.step, err)
+	}
+	if len(b) != n {
+		return nil, fmt.Errorf("perftest exchange (rdma_cm), %s: the peer sent %d bytes %s where perftest sends %d: %s", c.step, len(b), Quote(b), n, guess(b))
+	}
+	return b, nil
 }
 
 // Versions is exchange_versions: both sides' version strings, checked as
@@ -244,6 +338,8 @@ func guess(b []byte) string {
 	switch {
 	case len(b) >= 5 && b[0] == 0 && bytes.HasPrefix(b[4:], []byte(`{"`)):
 		return "that is rdmaperf's own protocol: drop --perftest on this side, or add it on the other"
+	case bytes.HasPrefix(b, []byte(`{"`)):
+		return "that is rdmaperf's own protocol (-R): drop --perftest on this side, or add it on the other"
 	case bytes.Count(b, []byte(":")) >= 2:
 		return "that looks like a QP address (ibv_*_pingpong's exchange?), not perftest"
 	}
@@ -291,11 +387,15 @@ func (c *Conn) MTU(mine int) (int, error) {
 // Keys is ctx_hand_shake: both sides' QP addresses. perftest repeats it as a
 // barrier at each step of a test, always with the same content.
 func (c *Conn) Keys(step string, mine Dest) (Dest, error) {
-	b, err := c.xchg(step, mine.MarshalText(), keysLen)
+	msg, n, parse := mine.MarshalText(), keysLen, ParseDest
+	if c.m != nil {
+		msg, n, parse = mine.MarshalBinary(), DestLen, ParseDestBinary
+	}
+	b, err := c.xchg(step, msg, n)
 	if err != nil {
 		return Dest{}, err
 	}
-	d, err := ParseDest(b)
+	d, err := parse(b)
 	if err != nil {
 		return Dest{}, fmt.Errorf("perftest exchange, %s: %w", step, err)
 	}
@@ -325,9 +425,10 @@ func (c *Conn) Reports(mine BWReport) (BWReport, error) {
 // Done is ctx_close_connection: a last keys barrier, then each side sends
 // "done" and closes. perftest never reads the peer's "done" and may close
 // with it unread, which resets the connection: the peer's "done" is checked
-// when it arrives, a reset after the barrier is the peer's close.
+// when it arrives, a reset after the barrier is the peer's close. The
+// rdma_cm exchange ends with the barrier.
 func (c *Conn) Done(mine Dest) error {
-	if _, err := c.Keys("closing", mine); err != nil {
+	if _, err := c.Keys("closing", mine); err != nil || c.m != nil {
 		return err
 	}
 	c.step = "closing"

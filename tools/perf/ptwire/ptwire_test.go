@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,5 +313,126 @@ func TestReplayWriteBW(t *testing.T) {
 				t.Errorf("sent %q ... %q\nperftest %q ... %q", sent[:26], sent[len(sent)-10:], script[:26], script[len(script)-10:])
 			}
 		})
+	}
+}
+
+// The rdma_cm exchange's keys: struct pingpong_dest, big-endian, as
+// rdma_write_keys fills it (the padding after rkey zero here).
+func TestDestBinary(t *testing.T) {
+	b := labDest.MarshalBinary()
+	want := []byte{
+		0, 0, 0, 0, // lid
+		0, 0, 0, 0x80, // out_reads
+		0, 0, 0, 0x12, // qpn
+		0, 0x28, 0x78, 0xe6, // psn
+		0, 0, 0x03, 0xf7, // rkey
+		0, 0, 0, 0, // padding
+		0, 0, 0x55, 0xb0, 0x5f, 0xad, 0x80, 0, // vaddr
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1, // gid
+		0, 0, 0, 0, // srqn
+		0, 0, 0, 0, // gid_index
+	}
+	if !bytes.Equal(b, want) {
+		t.Errorf("got  % x\nwant % x", b, want)
+	}
+	d, err := ParseDestBinary(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(labDest, d); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := ParseDestBinary(b[:55]); err == nil || !strings.Contains(err.Error(), "55 bytes") {
+		t.Errorf("a short message: %v", err)
+	}
+}
+
+// chanMessenger is one end of an in-memory message pipe.
+type chanMessenger struct {
+	in, out chan []byte
+	sent    *[][]byte
+}
+
+func (m chanMessenger) WriteMsg(b []byte, d time.Duration) error {
+	*m.sent = append(*m.sent, append([]byte(nil), b...))
+	m.out <- append([]byte(nil), b...)
+	return nil
+}
+
+func (m chanMessenger) ReadMsg(d time.Duration) ([]byte, error) {
+	var tc <-chan time.Time
+	if d > 0 {
+		tc = time.After(d)
+	}
+	select {
+	case b, ok := <-m.in:
+		if !ok {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return b, nil
+	case <-tc:
+		return nil, os.ErrDeadlineExceeded
+	}
+}
+
+func (m chanMessenger) Close() error { return nil }
+
+// msgPair is a client and a server Conn of the rdma_cm exchange, and what
+// each sent.
+func msgPair(wait time.Duration) (client, server *Conn, csent, ssent *[][]byte) {
+	a, b := make(chan []byte, 16), make(chan []byte, 16)
+	csent, ssent = new([][]byte), new([][]byte)
+	client = NewMsgConn(chanMessenger{in: b, out: a, sent: csent}, true, wait)
+	server = NewMsgConn(chanMessenger{in: a, out: b, sent: ssent}, false, wait)
+	return
+}
+
+// A whole write_bw exchange in rdma_cm mode: each message one SEND of
+// perftest's sizes, binary keys, no "done".
+func TestExchangeRDMACM(t *testing.T) {
+	c, s, csent, _ := msgPair(5 * time.Second)
+	cd := labDest
+	cd.QPN = 0x11
+	rep := BWReport{Size: 4096, Iters: 200, Peak: 31.66, Average: 9.95, MsgRate: 0.002548}
+	var gotS, gotC Dest
+	var gotRep BWReport
+	both(t, func() error {
+		var err error
+		gotS, gotRep, _, err = writeBW(s, labDest, BWReport{})
+		return err
+	}, func() error {
+		var err error
+		gotC, _, _, err = writeBW(c, cd, rep)
+		return err
+	})
+	if gotS != cd || gotC != labDest || gotRep != rep {
+		t.Errorf("server got %+v and %+v, client %+v", gotS, gotRep, gotC)
+	}
+	var sizes []int
+	for _, m := range *csent {
+		sizes = append(sizes, len(m))
+		if len(m) > DestLen {
+			t.Errorf("a %d-byte message: perftest's receive holds %d", len(m), DestLen)
+		}
+	}
+	// version, page size, cache line, MTU, 4 keys, 5 report fields, closing keys.
+	want := []int{16, 4, 4, 2, 56, 56, 56, 56, 8, 8, 8, 8, 8, 56}
+	if !slices.Equal(sizes, want) {
+		t.Errorf("the client sent messages of %v bytes, want %v", sizes, want)
+	}
+}
+
+// A peer on the rdma_cm exchange that is not perftest is named, a silent
+// one times out.
+func TestRDMACMPeerNotPerftest(t *testing.T) {
+	c, s, _, _ := msgPair(200 * time.Millisecond)
+	go s.m.WriteMsg([]byte(`{"kind":"error","err":"control message: invalid character"}`), 0)
+	_, err := c.Versions()
+	if err == nil || !strings.Contains(err.Error(), "rdmaperf's own protocol (-R)") {
+		t.Errorf("rdmaperf's own -R server: %v", err)
+	}
+	_, err = c.Versions()
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("silent peer: %v", err)
 	}
 }

@@ -1,0 +1,302 @@
+// Copyright 2026 The rdmago Authors.
+
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/tools/perf/ptwire"
+)
+
+// How rdmaperf --perftest meets a perftest program: perftest's TCP exchange
+// by default, its rdma_cm exchange with -R (perftest's -R, --rdma_cm). With
+// -R perftest opens one RC connection for the exchange (rdma_client_connect,
+// rdma_server_connect: one receive of a struct pingpong_dest posted, each
+// message a SEND) and then, after a barrier, one rdma_cm connection per QP
+// on the same port (create_rdma_cm_connection); rdma_cm moves those QPs to
+// RTS, so the keys only give the peer's buffers.
+//
+// A peer speaking the other exchange is recognised where it shows: a server
+// with a TCP port but no rdma_cm listener (or the reverse) for a client, a
+// client arriving on the other transport for a server, which listens on
+// both.
+
+// ptProbeWait bounds a probe of the other transport.
+const ptProbeWait = 3 * time.Second
+
+// ptConnect opens the exchange: the client dials, the server accepts one
+// client. With -R it also returns the rdma_cm connection under the exchange
+// and, on the server, the listener the QPs' connections arrive on.
+func (s *session) ptConnect(ctx context.Context) (*ptwire.Conn, *cm.Listener, *cm.Conn, error) {
+	if !s.server {
+		pc, comm, err := s.ptDial(ctx)
+		return pc, nil, comm, err
+	}
+	return s.ptAccept(ctx)
+}
+
+// ptMessenger is the rdma_cm exchange's Messenger: the control connection's
+// transport, bounded by the run's context and each call's timeout.
+type ptMessenger struct {
+	ctx context.Context
+	t   *cmTransport
+}
+
+func (m ptMessenger) within(d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(m.ctx, d)
+	}
+	return context.WithCancel(m.ctx)
+}
+
+func (m ptMessenger) WriteMsg(b []byte, d time.Duration) error {
+	ctx, cancel := m.within(d)
+	defer cancel()
+	return m.t.writeMsgCtx(ctx, b)
+}
+
+func (m ptMessenger) ReadMsg(d time.Duration) ([]byte, error) {
+	ctx, cancel := m.within(d)
+	defer cancel()
+	return m.t.readMsg(ctx)
+}
+
+func (m ptMessenger) Close() error { return m.t.Close() }
+
+// ptTCPConn wraps a TCP connection; the run's context cuts its waits short.
+func ptTCPConn(ctx context.Context, nc net.Conn, client bool) *ptwire.Conn {
+	pc := ptwire.NewConn(nc, client, ptHelloWait)
+	context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	return pc
+}
+
+func ptCMConn(ctx context.Context, t *cmTransport, client bool) *ptwire.Conn {
+	return ptwire.NewMsgConn(ptMessenger{ctx: ctx, t: t}, client, ptHelloWait)
+}
+
+// ptDial connects to the perftest server.
+func (s *session) ptDial(ctx context.Context) (*ptwire.Conn, *cm.Conn, error) {
+	addr := hostPort(s.cfg.Host, s.cfg.Port)
+	if s.cfg.RDMACM {
+		t := &cmTransport{}
+		c, err := cm.Dial(ctx, addr, cmCtrlOptions(t))
+		if err != nil {
+			if errors.Is(err, cm.ErrNoListener) && tcpAnswers(ctx, addr) {
+				return nil, nil, fmt.Errorf("rdma_cm connect to %s: %w; but a TCP server answers on that port: the peer runs perftest's TCP exchange (no -R): drop -R on this side or give the server -R", addr, errPeerKind)
+			}
+			return nil, nil, fmt.Errorf("rdma_cm connect to %s (is the perftest server running with -R?): %w", addr, err)
+		}
+		t.conn = c
+		return ptCMConn(ctx, t, true), c, nil
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) && cmAnswers(ctx, addr) {
+			return nil, nil, fmt.Errorf("connect to %s: %w; but an rdma_cm listener accepts on that port: the peer runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the server", addr, errPeerKind)
+		}
+		return nil, nil, fmt.Errorf("couldn't connect to %s (is the perftest server running?): %w", addr, err)
+	}
+	return ptTCPConn(ctx, nc, true), nil, nil
+}
+
+// errPeerKind is a peer that speaks the other exchange (TCP or rdma_cm).
+var errPeerKind = errors.New("the peer speaks the other exchange")
+
+// tcpAnswers reports whether a TCP server accepts on addr.
+func tcpAnswers(ctx context.Context, addr string) bool {
+	d := net.Dialer{Timeout: ptProbeWait}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// cmAnswers reports whether an rdma_cm listener accepts a connection on
+// addr.
+func cmAnswers(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, ptProbeWait)
+	defer cancel()
+	c, err := cm.Dial(ctx, addr, &cm.Options{SendDepth: 1, RecvDepth: 1, CloseTimeout: time.Second})
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// ptArrival is what one of the server's listeners got.
+type ptArrival struct {
+	nc  net.Conn
+	req *cm.Request
+	err error
+}
+
+// ptAccept waits for the client on the exchange's transport and, on the same
+// port, on the other one: a client there is named in the error.
+func (s *session) ptAccept(ctx context.Context) (*ptwire.Conn, *cm.Listener, *cm.Conn, error) {
+	port := s.cfg.Port
+	var lc net.ListenConfig
+	tl, terr := lc.Listen(ctx, "tcp", fmt.Sprintf(":%d", port))
+	cl, cerr := cm.Listen(ctx, fmt.Sprintf("0.0.0.0:%d", port), &cm.Options{ReuseAddr: true})
+	closeAll := func() {
+		if tl != nil {
+			tl.Close()
+		}
+		if cl != nil {
+			cl.Close()
+		}
+	}
+	switch {
+	case s.cfg.RDMACM && cerr != nil:
+		closeAll()
+		return nil, nil, nil, fmt.Errorf("rdma_cm listen on port %d: %w", port, cerr)
+	case !s.cfg.RDMACM && terr != nil:
+		closeAll()
+		return nil, nil, nil, fmt.Errorf("listen on TCP port %d: %w", port, terr)
+	}
+	if s.out != nil {
+		fmt.Fprintf(s.out, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan ptArrival, 2)
+	n := 0
+	if tl != nil {
+		n++
+		stop := context.AfterFunc(actx, func() { tl.Close() })
+		defer stop()
+		go func() {
+			c, err := tl.Accept()
+			ch <- ptArrival{nc: c, err: err}
+		}()
+	}
+	if cl != nil {
+		n++
+		go func() {
+			r, err := cl.AcceptRequest(actx)
+			ch <- ptArrival{req: r, err: err}
+		}()
+	}
+	a := <-ch
+	// Stop the other listener and drop whatever it got meanwhile.
+	cancel()
+	if tl != nil {
+		tl.Close()
+	}
+	for i := 1; i < n; i++ {
+		if b := <-ch; b.nc != nil {
+			b.nc.Close()
+		} else if b.req != nil {
+			b.req.Reject(nil)
+		}
+	}
+	if cl != nil && (!s.cfg.RDMACM || a.req == nil) {
+		cl.Close()
+	}
+	if a.err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil, ctx.Err()
+		}
+		if s.cfg.RDMACM {
+			cl.Close()
+		}
+		return nil, nil, nil, a.err
+	}
+	switch {
+	case s.cfg.RDMACM && a.req != nil:
+		t := &cmTransport{}
+		c, err := a.req.Accept(ctx, cmCtrlOptions(t))
+		if err != nil {
+			cl.Close()
+			return nil, nil, nil, fmt.Errorf("rdma_cm accept: %w", err)
+		}
+		t.conn = c
+		return ptCMConn(ctx, t, false), cl, c, nil
+	case !s.cfg.RDMACM && a.nc != nil:
+		return ptTCPConn(ctx, a.nc, false), nil, nil, nil
+	case a.req != nil:
+		from := "?"
+		if ai, err := a.req.ID.Query(); err == nil {
+			from = ai.Remote.String()
+		}
+		a.req.Reject(nil)
+		return nil, nil, nil, fmt.Errorf("a client asked for an rdma_cm connection on port %d from %s: %w: it runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the client", port, from, errPeerKind)
+	default:
+		defer a.nc.Close()
+		a.nc.SetReadDeadline(time.Now().Add(ptProbeWait))
+		b := make([]byte, 16)
+		got, _ := a.nc.Read(b)
+		what := "nothing"
+		if got > 0 {
+			what = ptwire.Quote(b[:got])
+			if _, err := ptwire.ParseVersion(b); err == nil {
+				what += ", perftest's version message"
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("a client connected over TCP to port %d from %v and sent %s: %w: it runs perftest's TCP exchange (no -R): drop -R on this side or give the client -R", port, a.nc.RemoteAddr(), what, errPeerKind)
+	}
+}
+
+// ptDataConns opens the QPs' rdma_cm connections (rdma_cm_client_connection,
+// rdma_cm_server_connection): the client dials the server's port once per
+// QP, the server accepts them on the listener of the exchange. wait bounds
+// each.
+func (s *session) ptDataConns(ctx context.Context, ln *cm.Listener, wait time.Duration) error {
+	for i := range s.eps {
+		c, err := s.ptDataConn(ctx, ln, i, wait)
+		if err != nil {
+			return fmt.Errorf("rdma_cm connection of QP %d of %d: %w", i+1, len(s.eps), err)
+		}
+		if err := s.adoptConn(i, c); err != nil {
+			c.Close()
+			return err
+		}
+		s.tracef("rdma_cm connection %d up", i)
+	}
+	return nil
+}
+
+func (s *session) ptDataConn(ctx context.Context, ln *cm.Listener, i int, wait time.Duration) (*cm.Conn, error) {
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	if s.server {
+		req, err := ln.AcceptRequest(ctx)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("the peer opened no rdma_cm connection within %v: does it run %v with -R and the same -q?", wait, s.cfg.Test)
+			}
+			return nil, err
+		}
+		return req.Accept(ctx, s.dataOptions(i))
+	}
+	// perftest's server listens for these only after the barrier: a
+	// request may come too early, and is retried as perftest's client
+	// does (rdma_cm_client_connection), 100 ms apart.
+	addr := hostPort(s.cfg.Host, s.cfg.Port)
+	for try := 0; ; try++ {
+		c, err := cm.Dial(ctx, addr, s.dataOptions(i))
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, cm.ErrNoListener) || try == 100 {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
