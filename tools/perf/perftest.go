@@ -35,9 +35,11 @@ func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer pc.Close()
+	// The QPs' connections go first: a perftest client waits for their
+	// disconnection before it lets the exchange's connection go.
+	s.closeLast = append(s.closeLast, pc)
 	if ln != nil {
-		defer ln.Close()
+		s.closeLast = append(s.closeLast, ln)
 	}
 	t0 := time.Now()
 	s.newEndpoints(c.QPs)

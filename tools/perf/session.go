@@ -75,6 +75,9 @@ type session struct {
 	profiling  bool
 	snapCost   snapshot
 	setup      time.Duration // connecting the QPs
+	// closeLast are closed after everything else: perftest's rdma_cm
+	// exchange and its listener, which outlive the QPs' connections.
+	closeLast []io.Closer
 }
 
 // tracef notes a setup step with the time since the start.
@@ -125,6 +128,10 @@ func (s *session) close() error {
 	if s.ctrl != nil {
 		errs = append(errs, s.ctrl.Close())
 	}
+	for _, c := range s.closeLast {
+		errs = append(errs, c.Close())
+	}
+	s.closeLast = nil
 	return errors.Join(errs...)
 }
 
