@@ -13,10 +13,11 @@
 // atomic_lat and atomic_bw (-A FETCH_AND_ADD|CMP_AND_SWAP), and conn_time (rdma_cm
 // connection setup, like rdma-core's cmtime). --json prints one JSON
 // document instead of the table; --cpuprofile writes a pprof profile.
-// With --perftest it speaks perftest's own TCP exchange instead of its own
-// protocol, as client of perftest's servers (ib_write_bw, ib_atomic_lat, ...)
-// or as server for their clients; both sides then take the same test, -s,
-// -n and -q, as two perftest programs do.
+// With --perftest it speaks perftest's own TCP exchange (with -R perftest's
+// rdma_cm exchange) instead of its own protocol, as client of perftest's
+// servers (ib_write_bw, ib_atomic_lat, ...) or as server for their clients;
+// both sides then take the same test, -s, -n, -q and -R, as two perftest
+// programs do.
 // The logic lives in tools/perf.
 package main
 

@@ -190,10 +190,11 @@ Both sides take the same test; the client's settings (sizes, iterations,
 depths) are sent to the server. Flags keep perftest's names; -x, -d, -p and -R
 must agree between the two sides.
 
-With --perftest rdmaperf speaks perftest's own TCP exchange instead, as
-client of ib_write_bw and its siblings (ib_{write,read,send}_{bw,lat},
-ib_atomic_{bw,lat}) or as server for them: then nothing is sent ahead, and
-both sides must be given the same test, -s, -n and -q, as with perftest.
+With --perftest rdmaperf speaks perftest's own TCP exchange instead (with
+-R its rdma_cm exchange), as client of ib_write_bw and its siblings
+(ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}) or as server for them:
+then nothing is sent ahead, and both sides must be given the same test, -s,
+-n, -q and -R, as with perftest.
 `
 
 // ParseArgs parses rdmaperf's command line: the test name, then perftest's
@@ -259,7 +260,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	both("N", "noPeak", func(n string) { fs.BoolVar(&c.NoPeak, n, false, "do not compute the peak bandwidth") })
 	var ignored bool
 	both("F", "CPU-freq", func(n string) { fs.BoolVar(&ignored, n, false, "accepted for perftest compatibility (no effect)") })
-	fs.BoolVar(&c.Perftest, "perftest", false, "speak perftest's own TCP exchange: the peer is ib_write_bw, ib_read_lat, ... (same test, -s, -n and -q on both sides)")
+	fs.BoolVar(&c.Perftest, "perftest", false, "speak perftest's own exchange (TCP, or rdma_cm with -R): the peer is ib_write_bw, ib_read_lat, ... (same test, -s, -n, -q and -R on both sides)")
 	fs.BoolVar(&c.Gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec (MiB/s)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON document on stdout instead of the table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")

@@ -13,8 +13,8 @@ import (
 	"github.com/rdmago/rdmago/uverbs"
 )
 
-// With --perftest rdmaperf speaks perftest's own TCP exchange (package
-// ptwire) instead of its control protocol, so either side can be one of
+// With --perftest rdmaperf speaks perftest's own exchange (package ptwire;
+// TCP, or rdma_cm with -R, see ptconn.go) instead of its control protocol, so either side can be one of
 // perftest's programs (ib_write_bw, ib_read_lat, ...). perftest sends no
 // settings: as with two perftest programs, both sides must be given the
 // same test, -s, -n and -q. Each program runs its test's fixed sequence of
