@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -87,8 +88,15 @@ func (s *session) ptDial(ctx context.Context) (*ptwire.Conn, *cm.Conn, error) {
 		t := &cmTransport{}
 		c, err := cm.Dial(ctx, addr, cmCtrlOptions(t))
 		if err != nil {
+			// A TCP server there is perftest's without -R, unless this
+			// side came while an rdmaperf server was opening its
+			// listeners: then a second try finds rdma_cm's.
 			if errors.Is(err, cm.ErrNoListener) && tcpAnswers(ctx, addr) {
-				return nil, nil, fmt.Errorf("rdma_cm connect to %s: %w; but a TCP server answers on that port: the peer runs perftest's TCP exchange (no -R): drop -R on this side or give the server -R", addr, errPeerKind)
+				if c, err = cm.Dial(ctx, addr, cmCtrlOptions(t)); err == nil {
+					t.conn = c
+					return ptCMConn(ctx, t, true), c, nil
+				}
+				return nil, nil, fmt.Errorf("rdma_cm connect to %s: %v; but a TCP server answers on that port: %w: the peer runs perftest's TCP exchange (no -R): drop -R on this side or give the server -R", addr, err, errPeerKind)
 			}
 			return nil, nil, fmt.Errorf("rdma_cm connect to %s (is the perftest server running with -R?): %w", addr, err)
 		}
@@ -138,29 +146,34 @@ type ptArrival struct {
 	nc  net.Conn
 	req *cm.Request
 	err error
+	cm  bool // from the rdma_cm listener
 }
 
 // ptAccept waits for the client on the exchange's transport and, on the same
-// port, on the other one: a client there is named in the error.
-func (s *session) ptAccept(ctx context.Context) (*ptwire.Conn, *cm.Listener, *cm.Conn, error) {
+// port, on the other one: a perftest client there is named in the error. A
+// client's probe of the other transport (ptDial) is not: a TCP connection
+// that sends no version is dropped, and after an rdma_cm request on the TCP
+// exchange (rejected) a TCP client still has ptProbeWait to come.
+func (s *session) ptAccept(ctx context.Context) (_ *ptwire.Conn, _ *cm.Listener, _ *cm.Conn, err error) {
 	port := s.cfg.Port
+	// rdma_cm's listener first: a client probing TCP after rdma_cm found
+	// no listener then finds none either.
+	cl, cerr := cm.Listen(ctx, fmt.Sprintf("0.0.0.0:%d", port), &cm.Options{ReuseAddr: true})
 	var lc net.ListenConfig
 	tl, terr := lc.Listen(ctx, "tcp", fmt.Sprintf(":%d", port))
-	cl, cerr := cm.Listen(ctx, fmt.Sprintf("0.0.0.0:%d", port), &cm.Options{ReuseAddr: true})
-	closeAll := func() {
+	keepCM := false
+	defer func() {
 		if tl != nil {
 			tl.Close()
 		}
-		if cl != nil {
+		if cl != nil && !keepCM {
 			cl.Close()
 		}
-	}
+	}()
 	switch {
 	case s.cfg.RDMACM && cerr != nil:
-		closeAll()
 		return nil, nil, nil, fmt.Errorf("rdma_cm listen on port %d: %w", port, cerr)
 	case !s.cfg.RDMACM && terr != nil:
-		closeAll()
 		return nil, nil, nil, fmt.Errorf("listen on TCP port %d: %w", port, terr)
 	}
 	if s.out != nil {
@@ -168,81 +181,89 @@ func (s *session) ptAccept(ctx context.Context) (*ptwire.Conn, *cm.Listener, *cm
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := make(chan ptArrival, 2)
-	n := 0
+	ch := make(chan ptArrival)
+	deliver := func(a ptArrival) bool {
+		select {
+		case ch <- a:
+			return a.err == nil
+		case <-actx.Done():
+			if a.nc != nil {
+				a.nc.Close()
+			}
+			if a.req != nil {
+				a.req.Reject(nil)
+			}
+			return false
+		}
+	}
 	if tl != nil {
-		n++
 		stop := context.AfterFunc(actx, func() { tl.Close() })
 		defer stop()
 		go func() {
-			c, err := tl.Accept()
-			ch <- ptArrival{nc: c, err: err}
+			for {
+				c, err := tl.Accept()
+				if !deliver(ptArrival{nc: c, err: err}) {
+					return
+				}
+			}
 		}()
 	}
 	if cl != nil {
-		n++
 		go func() {
-			r, err := cl.AcceptRequest(actx)
-			ch <- ptArrival{req: r, err: err}
+			for {
+				r, err := cl.AcceptRequest(actx)
+				if !deliver(ptArrival{req: r, err: err, cm: true}) {
+					return
+				}
+			}
 		}()
 	}
-	a := <-ch
-	// Stop the other listener and drop whatever it got meanwhile.
-	cancel()
-	if tl != nil {
-		tl.Close()
-	}
-	for i := 1; i < n; i++ {
-		if b := <-ch; b.nc != nil {
-			b.nc.Close()
-		} else if b.req != nil {
-			b.req.Reject(nil)
-		}
-	}
-	if cl != nil && (!s.cfg.RDMACM || a.req == nil) {
-		cl.Close()
-	}
-	if a.err != nil {
-		if ctx.Err() != nil {
+	var mismatch error
+	var grace <-chan time.Time
+	for {
+		var a ptArrival
+		select {
+		case a = <-ch:
+		case <-grace:
+			return nil, nil, nil, mismatch
+		case <-ctx.Done():
 			return nil, nil, nil, ctx.Err()
 		}
-		if s.cfg.RDMACM {
-			cl.Close()
-		}
-		return nil, nil, nil, a.err
-	}
-	switch {
-	case s.cfg.RDMACM && a.req != nil:
-		t := &cmTransport{}
-		c, err := a.req.Accept(ctx, cmCtrlOptions(t))
-		if err != nil {
-			cl.Close()
-			return nil, nil, nil, fmt.Errorf("rdma_cm accept: %w", err)
-		}
-		t.conn = c
-		return ptCMConn(ctx, t, false), cl, c, nil
-	case !s.cfg.RDMACM && a.nc != nil:
-		return ptTCPConn(ctx, a.nc, false), nil, nil, nil
-	case a.req != nil:
-		from := "?"
-		if ai, err := a.req.ID.Query(); err == nil {
-			from = ai.Remote.String()
-		}
-		a.req.Reject(nil)
-		return nil, nil, nil, fmt.Errorf("a client asked for an rdma_cm connection on port %d from %s: %w: it runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the client", port, from, errPeerKind)
-	default:
-		defer a.nc.Close()
-		a.nc.SetReadDeadline(time.Now().Add(ptProbeWait))
-		b := make([]byte, 16)
-		got, _ := a.nc.Read(b)
-		what := "nothing"
-		if got > 0 {
-			what = ptwire.Quote(b[:got])
-			if _, err := ptwire.ParseVersion(b); err == nil {
-				what += ", perftest's version message"
+		switch {
+		case a.err != nil && ctx.Err() != nil:
+			return nil, nil, nil, ctx.Err()
+		case a.err != nil && a.cm == s.cfg.RDMACM:
+			return nil, nil, nil, a.err
+		case a.err != nil:
+			// The other transport's listener failed: it only named peers.
+		case s.cfg.RDMACM && a.req != nil:
+			t := &cmTransport{}
+			c, err := a.req.Accept(ctx, cmCtrlOptions(t))
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("rdma_cm accept: %w", err)
+			}
+			t.conn = c
+			keepCM = true
+			return ptCMConn(ctx, t, false), cl, c, nil
+		case !s.cfg.RDMACM && a.nc != nil:
+			return ptTCPConn(ctx, a.nc, false), nil, nil, nil
+		case a.req != nil:
+			from := "?"
+			if ai, err := a.req.ID.Query(); err == nil {
+				from = ai.Remote.String()
+			}
+			a.req.Reject(nil)
+			mismatch = fmt.Errorf("a client asked for an rdma_cm connection on port %d from %s: %w: it runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the client", port, from, errPeerKind)
+			grace = time.After(ptProbeWait)
+		default:
+			a.nc.SetReadDeadline(time.Now().Add(ptProbeWait))
+			b := make([]byte, 16)
+			got, _ := io.ReadFull(a.nc, b)
+			a.nc.Close()
+			if _, err := ptwire.ParseVersion(b); got > 0 && err == nil {
+				return nil, nil, nil, fmt.Errorf("a client connected over TCP to port %d from %v and sent %s, perftest's version message: %w: it runs perftest's TCP exchange (no -R): drop -R on this side or give the client -R", port, a.nc.RemoteAddr(), ptwire.Quote(b[:got]), errPeerKind)
 			}
 		}
-		return nil, nil, nil, fmt.Errorf("a client connected over TCP to port %d from %v and sent %s: %w: it runs perftest's TCP exchange (no -R): drop -R on this side or give the client -R", port, a.nc.RemoteAddr(), what, errPeerKind)
 	}
 }
 
