@@ -212,7 +212,9 @@ func (s *session) ptAccept(ctx context.Context) (_ *ptwire.Conn, _ *cm.Listener,
 		go func() {
 			for {
 				r, err := cl.AcceptRequest(actx)
-				if !deliver(ptArrival{req: r, err: err, cm: true}) {
+				// With -R the QPs' requests come on this listener
+				// later: they are not this loop's.
+				if !deliver(ptArrival{req: r, err: err, cm: true}) || s.cfg.RDMACM {
 					return
 				}
 			}
