@@ -42,6 +42,7 @@ var ptPairs = []struct {
 // perftestTool runs one of perftest's programs to the end, retrying a
 // client whose server is not listening yet.
 func perftestTool(t *testing.T, ctx context.Context, name string, args ...string) (string, error) {
+	attempt := 0
 	for {
 		cmd := labtest.HostTool(t, ctx, name, args...)
 		var out bytes.Buffer
@@ -50,6 +51,9 @@ func perftestTool(t *testing.T, ctx context.Context, name string, args ...string
 		// A client that came before its server: TCP ("Couldn't connect
 		// to") or rdma_cm ("Unable to init the socket connection").
 		if err != nil && ctx.Err() == nil && (strings.Contains(out.String(), "Couldn't connect to") || strings.Contains(out.String(), "Unable to init the socket connection")) {
+			if attempt++; attempt%20 == 1 {
+				t.Logf("%s %s: %v, trying again: %s", name, strings.Join(args, " "), err, out.String())
+			}
 			time.Sleep(250 * time.Millisecond)
 			continue
 		}
@@ -320,8 +324,13 @@ func TestLabPerftestExchangeMismatch(t *testing.T) {
 			var err error
 			t0 := time.Now()
 			if tc.server {
+				// rdmaperf's trace tells what its listeners saw.
+				t.Setenv("RDMAPERF_TRACE", "1")
 				go func() {
-					_, err := perftestTool(t, cctx, "ib_write_bw", append(cargs, e.Peer)...)
+					out, err := perftestTool(t, cctx, "ib_write_bw", append(cargs, e.Peer)...)
+					if err == nil {
+						err = fmt.Errorf("ib_write_bw's client did not fail:\n%s", out)
+					}
 					peer <- err
 				}()
 				_, err = rdmaperf(ctx, rargs)

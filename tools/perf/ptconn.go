@@ -170,6 +170,7 @@ func (s *session) ptAccept(ctx context.Context) (_ *ptwire.Conn, _ *cm.Listener,
 			cl.Close()
 		}
 	}()
+	s.tracef("listening on port %d: rdma_cm %v, TCP %v", port, errOrOK(cerr), errOrOK(terr))
 	switch {
 	case s.cfg.RDMACM && cerr != nil:
 		return nil, nil, nil, fmt.Errorf("rdma_cm listen on port %d: %w", port, cerr)
@@ -231,6 +232,7 @@ func (s *session) ptAccept(ctx context.Context) (_ *ptwire.Conn, _ *cm.Listener,
 		case <-ctx.Done():
 			return nil, nil, nil, ctx.Err()
 		}
+		s.tracef("arrival: TCP %v, rdma_cm request %v, error %v", a.nc != nil, a.req != nil, a.err)
 		switch {
 		case a.err != nil && ctx.Err() != nil:
 			return nil, nil, nil, ctx.Err()
@@ -322,4 +324,12 @@ func (s *session) ptDataConn(ctx context.Context, ln *cm.Listener, i int, wait t
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// errOrOK shows an error or "ok", for traces.
+func errOrOK(err error) any {
+	if err == nil {
+		return "ok"
+	}
+	return err
 }
