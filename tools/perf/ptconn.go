@@ -258,7 +258,9 @@ func (s *session) ptAccept(ctx context.Context) (_ *ptwire.Conn, _ *cm.Listener,
 			}
 			a.req.Reject(nil)
 			mismatch = fmt.Errorf("a client asked for an rdma_cm connection on port %d from %s: %w: it runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the client", port, from, errPeerKind)
-			grace = time.After(ptProbeWait)
+			if grace == nil { // a client that retries does not extend it
+				grace = time.After(ptProbeWait)
+			}
 		default:
 			a.nc.SetReadDeadline(time.Now().Add(ptProbeWait))
 			b := make([]byte, 16)
