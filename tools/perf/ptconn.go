@@ -107,7 +107,7 @@ func (s *session) ptDial(ctx context.Context) (*ptwire.Conn, *cm.Conn, error) {
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) && cmAnswers(ctx, addr) {
-			return nil, nil, fmt.Errorf("connect to %s: %w; but an rdma_cm listener accepts on that port: the peer runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the server", addr, errPeerKind)
+			return nil, nil, fmt.Errorf("connect to %s: %v; but an rdma_cm listener accepts on that port: %w: the peer runs perftest's rdma_cm exchange (-R): add -R on this side or drop it on the server", addr, err, errPeerKind)
 		}
 		return nil, nil, fmt.Errorf("couldn't connect to %s (is the perftest server running?): %w", addr, err)
 	}
