@@ -172,9 +172,9 @@ func TestInteropPingpongMismatch(t *testing.T) {
 // TestInteropPingpongAbort: when rdmaping's run fails (here its --timeout
 // ends it in the middle of a long run), the C example, which waits for its
 // next message with no timeout of its own, exits too instead of waiting
-// for ever: rdmaping sends its QP an RDMA WRITE it must refuse
-// (ping.Pingpong.Abort), which moves that QP to the error state. Both
-// processes run on this node.
+// for ever: rdmaping sends it a message longer than its receive buffers
+// (ping.Pingpong.Abort), which fails its receive. Both processes run on
+// this node.
 func TestInteropPingpongAbort(t *testing.T) {
 	r := labRole(t)
 	dev, gidx := pingpongDev(t, r.bind)
@@ -203,7 +203,7 @@ func TestInteropPingpongAbort(t *testing.T) {
 				cerr = c.err
 			case <-time.After(cWait):
 				c.cmd.Process.Kill()
-				c.wait()
+				cerr = c.wait()
 				t.Errorf("%s still waited %v after rdmaping ended", tc.tool, cWait)
 			}
 			out := g.out.String()

@@ -154,7 +154,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 	if err != nil {
 		// The C examples wait for their next message with no timeout.
 		if n := pp.Abort(abortWait); n > 0 {
-			err = fmt.Errorf("%w\n(the peer's QP was sent an RDMA WRITE it must refuse, which ends it: an ibv_*_pingpong there exits instead of waiting for ever)", err)
+			err = fmt.Errorf("%w\n(the peer was sent a message longer than its receive buffers, which fails its receive: an ibv_*_pingpong there exits instead of waiting for ever)", err)
 		}
 	}
 	return err
