@@ -20,8 +20,9 @@ const abortWRID = 1 << 33
 // an error (a length error is IB's class C responder error; rxe_resp.c
 // do_class_ac_error completes the receive it took, from the QP or the SRQ,
 // with the error and moves the QP to the error state), so the program
-// exits with "Failed status ...", and our send completes with
-// IBV_WC_REM_INV_REQ_ERR, which proves it arrived. (Making the QP fail
+// exits with "Failed status ...", and our send completes with the NAK's
+// remote error (IBV_WC_REM_INV_REQ_ERR or IBV_WC_REM_OP_ERR), which proves
+// it arrived. (Making the QP fail
 // with an RDMA WRITE it must refuse would not end ibv_srq_pingpong: a QP's
 // error flushes its own receives, not those of the SRQ.) UC and UD drop an
 // oversized message silently, so there Abort does nothing. It waits at
@@ -53,7 +54,9 @@ func (p *Pingpong) Abort(d time.Duration) int {
 				continue // flushed receives and sends of the run
 			}
 			done++
-			if wc.Status == uverbs.WCRemInvReqErr {
+			p.logf("verbs: abort message on QP %#x: %v", wc.QPNum, wc.Status)
+			switch wc.Status { // the peer's NAK: it took the message and failed
+			case uverbs.WCRemInvReqErr, uverbs.WCRemOpErr, uverbs.WCRemAccessErr:
 				told++
 			}
 		}
