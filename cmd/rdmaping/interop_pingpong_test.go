@@ -190,7 +190,7 @@ func TestInteropPingpongAbort(t *testing.T) {
 			defer cancel()
 			port := fmt.Sprint(18660 + i)
 			const iters = "1000000" // far more than fit in the timeout
-			goArgv := append([]string{"-s", "-a", r.bind, "--tcp", "-p", port, "-C", iters, "--timeout", "8s"}, tc.goArgs...)
+			goArgv := append([]string{"-s", "-a", r.bind, "--tcp", "-p", port, "-C", iters, "--timeout", "8s", "-v"}, tc.goArgs...)
 			cArgv := append(append(cTool(t, tc.tool), "-d", dev, "-g", fmt.Sprint(gidx), "-n", iters, "-p", port), append(tc.cArgs, r.bind)...)
 			g := start(ctx, t, goArgv, true)
 			time.Sleep(300 * time.Millisecond)
