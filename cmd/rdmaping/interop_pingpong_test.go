@@ -168,3 +168,55 @@ func TestInteropPingpongMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestInteropPingpongAbort: when rdmaping's run fails (here its --timeout
+// ends it in the middle of a long run), the C example, which waits for its
+// next message with no timeout of its own, exits too instead of waiting
+// for ever: rdmaping sends it a message longer than its receive buffers
+// (ping.Pingpong.Abort), which fails its receive. Both processes run on
+// this node.
+func TestInteropPingpongAbort(t *testing.T) {
+	r := labRole(t)
+	dev, gidx := pingpongDev(t, r.bind)
+	for i, tc := range []struct {
+		tool          string
+		goArgs, cArgs []string
+	}{
+		{"ibv_rc_pingpong", nil, nil},
+		{"ibv_srq_pingpong", []string{"--srq", "4"}, []string{"-q", "4"}},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			port := fmt.Sprint(18660 + i)
+			const iters = "1000000" // far more than fit in the timeout
+			goArgv := append([]string{"-s", "-a", r.bind, "--tcp", "-p", port, "-C", iters, "--timeout", "8s", "-v"}, tc.goArgs...)
+			cArgv := append(append(cTool(t, tc.tool), "-d", dev, "-g", fmt.Sprint(gidx), "-n", iters, "-p", port), append(tc.cArgs, r.bind)...)
+			g := start(ctx, t, goArgv, true)
+			time.Sleep(300 * time.Millisecond)
+			c := start(ctx, t, cArgv, false)
+			gerr := g.wait()
+			const cWait = 20 * time.Second
+			var cerr error
+			select {
+			case <-c.done:
+				cerr = c.err
+			case <-time.After(cWait):
+				c.cmd.Process.Kill()
+				cerr = c.wait()
+				t.Errorf("%s still waited %v after rdmaping ended", tc.tool, cWait)
+			}
+			out := g.out.String()
+			t.Logf("rdmaping %q: %v\n%s\nC %q: %v\n%s", goArgv, gerr, out, cArgv, cerr, c.out.String())
+			if gerr == nil {
+				t.Errorf("rdmaping succeeded; its --timeout should have ended the run")
+			}
+			if !strings.Contains(out, "an ibv_*_pingpong there exits") {
+				t.Errorf("rdmaping does not say it ended the peer")
+			}
+			if !strings.Contains(c.out.String(), "Failed status") {
+				t.Errorf("%s did not end on a failed completion", tc.tool)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/oob"
@@ -149,5 +150,15 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 			return err
 		}
 	}
-	return pp.Run(ctx)
+	err = pp.Run(ctx)
+	if err != nil {
+		// The C examples wait for their next message with no timeout.
+		if n := pp.Abort(abortWait); n > 0 {
+			err = fmt.Errorf("%w\n(the peer was sent a message longer than its receive buffers, which fails its receive: an ibv_*_pingpong there exits instead of waiting for ever)", err)
+		}
+	}
+	return err
 }
+
+// abortWait bounds Pingpong.Abort's wait for the peer's refusal.
+const abortWait = 2 * time.Second

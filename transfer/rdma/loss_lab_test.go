@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/rtnl"
+	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/transfer"
 )
 
@@ -49,21 +50,11 @@ var lossLevels = []struct {
 // (/sys/class/infiniband/DEV/ports/1/hw_counters; rxe_hw_counters.c).
 func rxeCounters(t *testing.T, dev string) map[string]uint64 {
 	t.Helper()
-	dir := filepath.Join("/sys/class/infiniband", dev, "ports/1/hw_counters")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("rxe counters: %v", err)
+	cs, err := sysfs.FS{}.HWCounters([]string{dev})
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("rxe counters of %s: %v (%d ports with counters)", dev, err, len(cs))
 	}
-	m := map[string]uint64{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue // lifespan and the like
-		}
-		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			m[e.Name()] = v
-		}
-	}
+	m, dir := cs[0].Values, filepath.Join("/sys/class/infiniband", dev, "ports", strconv.Itoa(cs[0].Port), "hw_counters")
 	for _, want := range []string{"rcvd_seq_err", "completer_retry_err", "out_of_seq_request", "duplicate_request", "retry_exceeded_err"} {
 		if _, ok := m[want]; !ok {
 			t.Fatalf("rxe counters in %s: no %s (have %v)", dir, want, m)

@@ -122,7 +122,7 @@ func NewPingpong(cfg PingpongConfig, cq *uverbs.CQ, qps []PingpongQP, srq *uverb
 	for i, q := range qps {
 		p.byQPN[q.QP.Num()] = i
 	}
-	sb := make([]byte, len(qps)*cfg.Size)
+	sb := make([]byte, len(qps)*cfg.Size+1) // +1: Abort's oversized message
 	rb := make([]byte, p.depth*p.slot)
 	smr, err := regMR(sb, uverbs.AccessLocalWrite)
 	if err != nil {
