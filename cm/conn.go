@@ -642,7 +642,7 @@ func (c *Conn) close() error {
 				errs = append(errs, err)
 			}
 			if !waitUntil(c.id.Disconnected(), deadline) {
-				errs = append(errs, fmt.Errorf("rdma_cm disconnect %v: no DISCONNECTED within %v", c.remote, c.o.CloseTimeout))
+				errs = append(errs, fmt.Errorf("rdma_cm disconnect %v: no DISCONNECTED within %v: %w", c.remote, c.o.CloseTimeout, ErrCloseTimeout))
 			} else if !ended {
 				c.o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_DISCONNECTED)
 			}

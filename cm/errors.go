@@ -55,6 +55,12 @@ var (
 	// ErrAddrChange means the address the ID is bound to moved to another
 	// device (ADDR_CHANGE).
 	ErrAddrChange = errors.New("address changed")
+	// ErrCloseTimeout means Conn.Close sent its DREQ but no DISCONNECTED
+	// came within Options.CloseTimeout (the peer's DREP, or the CM's own
+	// retries, were lost or slow); everything was released anyway. It says
+	// nothing about data: a protocol that knows its data arrived (every
+	// send acknowledged) may ignore it, as TCP's close ignores a lost FIN.
+	ErrCloseTimeout = errors.New("the peer's CM did not answer the DREQ in time")
 )
 
 // RejectReason is enum ib_cm_rej_reason (include/rdma/ibta_vol1_c12.h): the

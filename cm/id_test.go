@@ -626,8 +626,8 @@ func TestConnCloseWaitsForDisconnected(t *testing.T) {
 	c2 := newConn(id2, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
 	c2.established()
 	err := c2.Close()
-	if err == nil || !strings.Contains(err.Error(), "no DISCONNECTED within") {
-		t.Fatalf("close without an answer: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "no DISCONNECTED within") || !errors.Is(err, ErrCloseTimeout) {
+		t.Fatalf("close without an answer: %v (want ErrCloseTimeout)", err)
 	}
 	if len(f.commands(abi.RDMA_USER_CM_CMD_DESTROY_ID)) != 2 {
 		t.Fatal("the id was not destroyed after the timeout")

@@ -5,6 +5,7 @@ package rsocket
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -856,6 +858,7 @@ func (c *Conn) close() error {
 	c.cmu.Lock()
 	c.mu.Lock()
 	c.closed = true
+	delivered := false // the peer acknowledged every byte and our DISCONNECT
 	if c.connected && c.err == nil {
 		c.readable, c.writable = false, false
 		dl := makeDeadline()
@@ -867,6 +870,7 @@ func (c *Conn) close() error {
 					break
 				}
 			}
+			delivered = c.err == nil && int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize
 		}
 		dl.set(time.Time{})
 	}
@@ -879,10 +883,26 @@ func (c *Conn) close() error {
 	c.mu.Unlock()
 	c.cmu.Unlock()
 	c.wakeAll()
-	if err := c.t.close(); err != nil {
+	if err := c.t.close(); err != nil && !(delivered && onlyCloseTimeout(err)) {
 		return c.opErr("close", err)
 	}
 	return nil
+}
+
+// onlyCloseTimeout reports whether every error joined in err is
+// cm.ErrCloseTimeout: the rdma_cm handshake after the data, whose loss
+// costs nothing once the peer acknowledged all of it (librdmacm's rclose
+// does not wait for DISCONNECTED at all).
+func onlyCloseTimeout(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyCloseTimeout(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	return errors.Is(err, cm.ErrCloseTimeout)
 }
 
 // LocalAddr and RemoteAddr are the connection's IP addresses and ports

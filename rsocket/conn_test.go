@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/uverbs"
 	"golang.org/x/net/nettest"
 )
@@ -535,5 +537,50 @@ func TestFakeStats(t *testing.T) {
 	}
 	if sb := b.Stats(); sb.MessagesRead == 0 || sb.CreditsGranted == 0 {
 		t.Errorf("reader stats after reading %+v", sb)
+	}
+}
+
+// TestFakeCloseTimeoutAfterDelivery: a DISCONNECTED that does not come
+// within the CM's close timeout (its DREQ or the peer's DREP lost) fails
+// Close only when data may be lost: after the peer acknowledged every byte
+// and our DISCONNECT, Close returns nil, as librdmacm's rclose (which does
+// not wait for it) and TCP's close do; any other teardown error, or a
+// connection that had already failed, is still reported.
+func TestFakeCloseTimeoutAfterDelivery(t *testing.T) {
+	timeout := fmt.Errorf("rdma_cm disconnect 10.0.0.2:40000: no DISCONNECTED within 3s: %w", cm.ErrCloseTimeout)
+	for _, c := range []struct {
+		name     string
+		err      error
+		peerGone bool
+		wantErr  bool
+	}{
+		{"timeout after delivery", errors.Join(errors.Join(timeout)), false, false},
+		{"timeout and another error", errors.Join(timeout, errors.New("destroy qp: EBUSY")), false, true},
+		{"timeout after the peer vanished", errors.Join(timeout), true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, w := fakePair(t, Options{}, Options{})
+			if _, err := a.Write(make([]byte, 10000)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(b, make([]byte, 10000)); err != nil {
+				t.Fatal(err)
+			}
+			if c.peerGone {
+				w.ends[1].disconnect()
+				a.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if _, err := a.Read(make([]byte, 1)); err == nil {
+					t.Fatal("read after the peer vanished succeeded")
+				}
+			}
+			w.ends[0].closeErr = c.err
+			err := a.Close()
+			if (err != nil) != c.wantErr {
+				t.Fatalf("Close: %v, want an error: %v", err, c.wantErr)
+			}
+			if err != nil && !errors.Is(err, cm.ErrCloseTimeout) {
+				t.Errorf("Close: %v does not carry the CM's error", err)
+			}
+		})
 	}
 }

@@ -47,6 +47,7 @@ type fakeEnd struct {
 	closed   bool
 	posted   int // send work requests posted
 	scratch  []byte
+	closeErr error // what close returns (the CM's teardown errors)
 }
 
 type fakeMsg struct {
@@ -280,7 +281,7 @@ func (e *fakeEnd) close() error {
 	e.w.mu.Lock()
 	e.closed = true
 	e.w.mu.Unlock()
-	return nil
+	return e.closeErr
 }
 
 // fakeMemory allocates and registers an rsocket's memory on e and posts
