@@ -83,6 +83,47 @@ func expectPeerEOF(c *Conn, d time.Duration) error {
 	}
 }
 
+// serveC starts the C server cmd (from cTool; it serves until killed),
+// its output going to a file in dir, and asks done every 100 ms whether
+// the server has done its work, until done says so or fails, the server
+// exits or ctx ends; it then kills the server and logs its output. done
+// gets the output so far.
+func serveC(ctx context.Context, t *testing.T, dir string, cmd *exec.Cmd, done func(out []byte) (bool, error)) error {
+	name := filepath.Base(cmd.Args[0])
+	path := filepath.Join(dir, name+".out")
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %v", name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+		said, _ := os.ReadFile(path)
+		t.Logf("%s said: %q", name, said)
+	}()
+	for {
+		said, _ := os.ReadFile(path)
+		if ok, err := done(said); ok || err != nil {
+			return err
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("%s exited (%v): %q", name, err, said)
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not finish: %v: %q", name, ctx.Err(), said)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // TestLabRiostream: rdma-core's riostream (rsockets' iomap test) against
 // this package, riostream as server and as client, at two sizes, with its
 // data verification on (-T v) and blocking calls (-T b). riostream has no
@@ -310,44 +351,18 @@ func TestLabRcopy(t *testing.T) {
 			// The client names the file on the server's node: the same
 			// path on both.
 			dst := fmt.Sprintf("/tmp/rsocket-rcopy-%d", size)
+			dir := hostTempDir(t)
 			e.RunRoles(t, func() error {
 				os.Remove(dst)
 				defer os.Remove(dst)
-				out := filepath.Join(hostTempDir(t), "rcopy.out")
-				log, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer log.Close()
-				cmd := cTool(t, ctx, false, "rcopy", "-p", port)
-				cmd.Stdout, cmd.Stderr = log, log
-				if err := cmd.Start(); err != nil {
-					return fmt.Errorf("rcopy server: %v", err)
-				}
-				exited := make(chan error, 1)
-				go func() { exited <- cmd.Wait() }()
-				defer func() {
-					cmd.Process.Kill()
-					<-exited
-					said, _ := os.ReadFile(out)
-					t.Logf("rcopy server said: %q", said)
-				}()
 				// rcopy serves forever; it has stored the file once it
 				// prints "closing...done" (its stdout is flushed when it
 				// waits for the next connection).
-				for {
-					said, _ := os.ReadFile(out)
-					if bytes.Contains(said, []byte("closing...done")) {
-						break
-					}
-					select {
-					case err := <-exited:
-						exited <- err
-						return fmt.Errorf("the rcopy server exited (%v): %q", err, said)
-					case <-ctx.Done():
-						return fmt.Errorf("the rcopy server did not close a file: %q", said)
-					case <-time.After(100 * time.Millisecond):
-					}
+				err := serveC(ctx, t, dir, cTool(t, ctx, false, "rcopy", "-p", port), func(out []byte) (bool, error) {
+					return bytes.Contains(out, []byte("closing...done")), nil
+				})
+				if err != nil {
+					return err
 				}
 				return check(dst)
 			}, func() error {
@@ -424,49 +439,25 @@ func TestLabCivetwebHTTP(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "file"), body, 0o644); err != nil {
 			return err
 		}
-		out, access := filepath.Join(dir, "civetweb.out"), filepath.Join(dir, "access.log")
-		log, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer log.Close()
+		access := filepath.Join(dir, "access.log")
 		cmd := cTool(t, ctx, true, "civetweb", "-document_root", root, "-listening_ports", e.Addr+":"+port,
 			"-num_threads", "2", "-enable_keep_alive", "no", "-allow_sendfile_call", "no", "-access_log_file", access)
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("civetweb: %v", err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		defer func() {
-			cmd.Process.Kill()
-			<-exited
-			said, _ := os.ReadFile(out)
-			logged, _ := os.ReadFile(access)
-			t.Logf("civetweb said: %q; access log: %q", said, logged)
-		}()
 		// civetweb logs a request once it has answered it, with the bytes
 		// it sent (headers and body).
-		served := "\"GET /file HTTP/1.1\" 200 "
-		for {
+		served := []byte("\"GET /file HTTP/1.1\" 200 ")
+		return serveC(ctx, t, dir, cmd, func([]byte) (bool, error) {
 			logged, _ := os.ReadFile(access)
-			if _, after, ok := bytes.Cut(logged, []byte(served)); ok {
-				sent, _, _ := strings.Cut(string(after), " ")
-				if n, err := strconv.Atoi(sent); err != nil || n < len(body) {
-					return fmt.Errorf("civetweb logged %q, want at least the file's %d bytes sent", logged, len(body))
-				}
-				return nil
+			_, after, ok := bytes.Cut(logged, served)
+			if !ok {
+				return false, nil
 			}
-			select {
-			case err := <-exited:
-				exited <- err
-				said, _ := os.ReadFile(out)
-				return fmt.Errorf("civetweb under librspreload exited (%v): %q", err, said)
-			case <-ctx.Done():
-				return fmt.Errorf("civetweb under librspreload logged no %s: %q", served, logged)
-			case <-time.After(100 * time.Millisecond):
+			sent, _, _ := strings.Cut(string(after), " ")
+			if n, err := strconv.Atoi(sent); err != nil || n < len(body) {
+				return false, fmt.Errorf("civetweb logged %q, want at least the file's %d bytes sent", logged, len(body))
 			}
-		}
+			t.Logf("civetweb logged: %q", logged)
+			return true, nil
+		})
 	}, func() error {
 		client := &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{DialContext: (&Dialer{}).DialContext, DisableKeepAlives: true}}
 		url := "http://" + e.Peer + ":" + port + "/file"
