@@ -19,6 +19,7 @@ pkg ibverbs-providers || need+=(ibverbs-providers)
 have xz || need+=(xz-utils)
 have nc.traditional || need+=(netcat-traditional) # rdmacat interop under librspreload
 have curl || need+=(curl)
+have civetweb || need+=(civetweb) # a C HTTP server for rsocket's interop under librspreload
 have dpkg-deb || need+=(dpkg)
 have chromium || need+=(chromium)
 have tshark || need+=(tshark) # ibpkt's decoder is checked against Wireshark's dissector
