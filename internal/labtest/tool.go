@@ -33,7 +33,7 @@ func HostTool(t testing.TB, ctx context.Context, name string, args ...string) *e
 			return c
 		}
 	}
-	Missing(t, "the C tool %s is not installed on the host (apt-get install ibverbs-utils iproute2 rdmacm-utils)", name)
+	Missing(t, "the tool %s is not installed on the host (scripts/deps.sh installs every tool the tests run: make test does it)", name)
 	return nil
 }
 
