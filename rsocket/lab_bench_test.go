@@ -221,7 +221,7 @@ func BenchmarkLabRstream(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%v, latency: %v", p, err)
 			}
-			us := float64(d.Microseconds()) / benchLatIters
+			us := d.Seconds() * 1e6 / benchLatIters
 			lat[p] = append(lat[p], us)
 			b.Logf("round %d: %-22v %8.2f MiB/s  %8.1f µs round trip", round+1, p, mbs, us)
 		}
