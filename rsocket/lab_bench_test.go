@@ -24,25 +24,37 @@ import (
 // alternating. rstream runs with -T b (blocking calls; its default spins
 // on MSG_DONTWAIT) and sets SO_SNDBUF and SO_RCVBUF to 512 KiB, which
 // rsockets double: the Go rsockets get 1 MiB rings to match, Go's TCP
-// sockets 512 KiB buffers.
+// sockets 512 KiB buffers. Blocking rsockets in C poll the CQ for 10 µs
+// (polling_time) before they sleep; Go's poll only when Options.PollTime
+// asks, which the "poll" peers set to the same 10 µs.
 const (
 	benchBWSize, benchBWCount   = 64 << 10, 512 // 32 MiB each way: 64 MiB moved
 	benchLatSize, benchLatIters = 64, 500       // 500 round trips of 64 B
 	benchSockBuf                = 512 << 10
 )
 
-var benchOptions = Options{SendBuffer: 2 * benchSockBuf, RecvBuffer: 2 * benchSockBuf}
+func benchOptions(p benchPeer) Options {
+	o := Options{SendBuffer: 2 * benchSockBuf, RecvBuffer: 2 * benchSockBuf}
+	if p.poll {
+		o.PollTime = 10 * time.Microsecond
+	}
+	return o
+}
 
 // benchPeer is one end of a pair: rstream (C) or Go, over rsockets or TCP.
 type benchPeer struct {
-	c   bool // rstream
-	tcp bool // sockets (rstream -T s; package net)
+	c    bool // rstream
+	tcp  bool // sockets (rstream -T s; package net)
+	poll bool // Go: Options.PollTime 10 µs
 }
 
 func (p benchPeer) String() string {
 	s := map[bool]string{true: "C rstream", false: "Go"}[p.c]
-	if p.tcp {
+	switch {
+	case p.tcp:
 		return s + " TCP"
+	case p.poll:
+		return s + " (poll 10 µs)"
 	}
 	return s
 }
@@ -52,12 +64,16 @@ type benchPair struct{ server, client benchPeer }
 func (p benchPair) String() string { return p.client.String() + " → " + p.server.String() }
 
 // benchPairs: C rsockets with themselves, Go's with themselves, each way
-// between them, and TCP on the same netdev, C and Go.
+// between them (Go without and with polling), and TCP on the same netdev,
+// C and Go.
 var benchPairs = []benchPair{
 	{benchPeer{c: true}, benchPeer{c: true}},
 	{benchPeer{}, benchPeer{}},
 	{benchPeer{c: true}, benchPeer{}},
 	{benchPeer{}, benchPeer{c: true}},
+	{benchPeer{poll: true}, benchPeer{poll: true}},
+	{benchPeer{c: true}, benchPeer{poll: true}},
+	{benchPeer{poll: true}, benchPeer{c: true}},
 	{benchPeer{c: true, tcp: true}, benchPeer{c: true, tcp: true}},
 	{benchPeer{tcp: true}, benchPeer{tcp: true}},
 }
@@ -105,7 +121,7 @@ func benchRun(b *testing.B, ctx context.Context, e labtest.Env, p benchPair, por
 		if p.server.tcp {
 			l, err = net.Listen("tcp", addr)
 		} else {
-			lc := ListenConfig{Options: benchOptions}
+			lc := ListenConfig{Options: benchOptions(p.server)}
 			l, err = lc.Listen(ctx, "tcp", addr)
 		}
 		if err != nil {
@@ -146,7 +162,7 @@ func benchRun(b *testing.B, ctx context.Context, e labtest.Env, p benchPair, por
 			c, cerr = labtest.Retry(ctx, func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
 				func() (net.Conn, error) { var d net.Dialer; return d.DialContext(ctx, "tcp", addr) })
 		} else {
-			c, cerr = dialRetry(ctx, &Dialer{Options: benchOptions}, addr)
+			c, cerr = dialRetry(ctx, &Dialer{Options: benchOptions(p.client)}, addr)
 		}
 		if cerr == nil {
 			setTCPBuffers(c)
@@ -223,7 +239,7 @@ func BenchmarkLabRstream(b *testing.B) {
 			}
 			us := d.Seconds() * 1e6 / benchLatIters
 			lat[p] = append(lat[p], us)
-			b.Logf("round %d: %-22v %8.2f MiB/s  %8.1f µs round trip", round+1, p, mbs, us)
+			b.Logf("round %d: %-30v %8.2f MiB/s  %8.1f µs round trip", round+1, p, mbs, us)
 		}
 		round++
 	}
