@@ -243,16 +243,26 @@ func BenchmarkLabRstream(b *testing.B) {
 		}
 		round++
 	}
+	// Ratios: of the medians, and the range of each round's ratio to the
+	// reference's figure in the same round.
 	ref := benchPairs[0]
-	refBW, _, _ := medianRange(slices.Clone(bw[ref]))
-	refLat, _, _ := medianRange(slices.Clone(lat[ref]))
+	ratio := func(fig map[benchPair][]float64, p benchPair) string {
+		m, _, _ := medianRange(slices.Clone(fig[p]))
+		rm, _, _ := medianRange(slices.Clone(fig[ref]))
+		var per []float64
+		for r := range fig[p] {
+			per = append(per, fig[p][r]/fig[ref][r])
+		}
+		_, lo, hi := medianRange(per)
+		return fmt.Sprintf("%.2f [%.2f–%.2f]", m/rm, lo, hi)
+	}
 	var t strings.Builder
-	fmt.Fprintf(&t, "%d rounds; medians [range], ratio of the medians to %v's\n", round, ref)
+	fmt.Fprintf(&t, "%d rounds; medians [range]; × C: ratio of the medians to %v's [range of the rounds' ratios]\n", round, ref)
 	fmt.Fprintf(&t, "| client → server | bandwidth, MiB/s | × C | 64 B round trip, µs | × C |\n|---|---|---|---|---|\n")
 	for _, p := range benchPairs {
-		m, lo, hi := medianRange(bw[p])
-		lm, llo, lhi := medianRange(lat[p])
-		fmt.Fprintf(&t, "| %v | %.1f [%.1f–%.1f] | %.2f | %.0f [%.0f–%.0f] | %.2f |\n", p, m, lo, hi, m/refBW, lm, llo, lhi, lm/refLat)
+		m, lo, hi := medianRange(slices.Clone(bw[p]))
+		lm, llo, lhi := medianRange(slices.Clone(lat[p]))
+		fmt.Fprintf(&t, "| %v | %.1f [%.1f–%.1f] | %s | %.0f [%.0f–%.0f] | %s |\n", p, m, lo, hi, ratio(bw, p), lm, llo, lhi, ratio(lat, p))
 	}
 	b.Log("\n" + t.String())
 }
