@@ -62,7 +62,7 @@ func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
 // listener on the port yet), pausing 100 ms, until it succeeds, fails
 // otherwise or ctx ends; each run's output goes to the test log, and the
 // error carries the last run's.
-func runRefused(ctx context.Context, t *testing.T, refusedBy func(out []byte, err error) bool, mk func() *exec.Cmd) error {
+func runRefused(ctx context.Context, t testing.TB, refusedBy func(out []byte, err error) bool, mk func() *exec.Cmd) error {
 	refused := errors.New("connection refused")
 	_, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, refused) }, func() ([]byte, error) {
 		cmd := mk()
@@ -188,7 +188,7 @@ func TestLabNettest(t *testing.T) {
 
 // cTool starts a C tool (in the host's root), optionally under
 // librspreload, with its output in the test log.
-func cTool(t *testing.T, ctx context.Context, preload bool, name string, args ...string) *exec.Cmd {
+func cTool(t testing.TB, ctx context.Context, preload bool, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := labtest.HostTool(t, ctx, name, args...)
 	if preload {
@@ -201,43 +201,64 @@ func cTool(t *testing.T, ctx context.Context, preload bool, name string, args ..
 // 16-byte sync each way, then count transfers from the client, then count
 // back, every byte the running counter of common.c's format_buf.
 func rstreamPeer(c net.Conn, client bool, size, count int) error {
+	_, err := rstreamTest(c, client, size, count, 1, true)
+	return err
+}
+
+// rstreamTest is rstream's run_test (-S size -C count -I iters): a 16-byte
+// sync each way (the client's first), then iters times count transfers of
+// size bytes (one Write or ReadFull each) from the client and count back.
+// With verify every byte is the running counter of common.c's format_buf
+// and is checked; without, only the byte counts are. It returns the time
+// from the end of the sync to the last transfer, as rstream measures it.
+func rstreamTest(c net.Conn, client bool, size, count, iters int, verify bool) (time.Duration, error) {
 	var out, in byte
+	b := make([]byte, max(size, 16))
 	send := func(n int) error {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = out
-			out++
+		if verify {
+			for i := range b[:n] {
+				b[i] = out
+				out++
+			}
 		}
-		_, err := c.Write(b)
+		_, err := c.Write(b[:n])
 		return err
 	}
 	recv := func(n int) error {
-		b := make([]byte, n)
-		if _, err := io.ReadFull(c, b); err != nil {
+		if _, err := io.ReadFull(c, b[:n]); err != nil {
 			return err
 		}
-		for i := range b {
-			if b[i] != in {
-				return fmt.Errorf("byte %d is %d, want %d", i, b[i], in)
+		if verify {
+			for i := range b[:n] {
+				if b[i] != in {
+					return fmt.Errorf("byte %d is %d, want %d", i, b[i], in)
+				}
+				in++
 			}
-			in++
 		}
 		return nil
 	}
-	steps := []func() error{
-		func() error { return send(16) }, func() error { return recv(16) },
-		func() error { return send(size * count) }, func() error { return recv(size * count) },
-	}
+	first, second := send, recv
 	if !client {
-		steps[0], steps[1] = steps[1], steps[0]
-		steps[2], steps[3] = steps[3], steps[2]
+		first, second = recv, send
 	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return err
+	if err := first(16); err != nil {
+		return 0, fmt.Errorf("sync: %w", err)
+	}
+	if err := second(16); err != nil {
+		return 0, fmt.Errorf("sync: %w", err)
+	}
+	start := time.Now()
+	for it := range iters {
+		for _, f := range []func(int) error{first, second} {
+			for x := range count {
+				if err := f(size); err != nil {
+					return 0, fmt.Errorf("iteration %d, transfer %d: %w", it, x, err)
+				}
+			}
 		}
 	}
-	return nil
+	return time.Since(start), nil
 }
 
 // TestLabRstream: rdma-core's rstream (librdmacm's rsockets in C) against
