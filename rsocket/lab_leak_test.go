@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 
@@ -129,18 +130,8 @@ func readKernelState(dev string) (kernelState, error) {
 		return s, err
 	}
 	s.fds = len(fds)
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	if s.vmPinKB, err = labtest.StatusKB("VmPin"); err != nil {
 		return s, err
-	}
-	s.vmPinKB = -1
-	for _, l := range strings.Split(string(st), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmPin:" {
-			s.vmPinKB, _ = strconv.Atoi(f[1])
-		}
-	}
-	if s.vmPinKB < 0 {
-		return s, errors.New("no VmPin in /proc/self/status")
 	}
 	s.gor = runtime.NumGoroutine()
 	return s, nil

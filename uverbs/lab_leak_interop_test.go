@@ -44,14 +44,8 @@ func readProcCounts(t *testing.T) procCounts {
 		t.Fatal(err)
 	}
 	p.uverbsMaps = strings.Count(string(maps), "/dev/infiniband/uverbs")
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	if p.vmPinKB, err = labtest.StatusKB("VmPin"); err != nil {
 		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(st), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmPin:" {
-			p.vmPinKB, _ = strconv.Atoi(f[1])
-		}
 	}
 	return p
 }

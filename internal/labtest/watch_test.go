@@ -19,3 +19,12 @@ func TestDiffCounters(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusKB(t *testing.T) {
+	if kb, err := StatusKB("VmRSS"); err != nil || kb <= 0 {
+		t.Errorf("StatusKB(VmRSS) = %d, %v; want a positive size", kb, err)
+	}
+	if _, err := StatusKB("NoSuchField"); err == nil {
+		t.Error("StatusKB of a missing field: no error")
+	}
+}

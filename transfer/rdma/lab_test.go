@@ -500,18 +500,9 @@ func TestLabConcurrentSenders(t *testing.T) {
 // procKB returns a /proc/self/status field (VmHWM, VmRSS) in kB.
 func procKB(t *testing.T, field string) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	kb, err := labtest.StatusKB(field)
 	if err != nil {
 		t.Fatal(err)
-	}
-	kb := -1
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(field+":")); ok {
-			fmt.Sscan(string(v), &kb)
-		}
-	}
-	if kb < 0 {
-		t.Fatalf("no %s in /proc/self/status", field)
 	}
 	return kb
 }
