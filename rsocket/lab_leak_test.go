@@ -71,20 +71,10 @@ func readKernelState(dev string) (kernelState, error) {
 	if err != nil {
 		return s, err
 	}
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return s, err
-	}
-	tasks := map[uint32]bool{}
-	for _, e := range ents {
-		if id, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
-			tasks[uint32(id)] = true
-		}
-	}
 	count := func(kind string, o rdmanl.ResOwner) {
 		switch {
 		case o.Kernel():
-		case tasks[o.PID]:
+		case labtest.OwnThread(o.PID):
 			s.own[kind]++
 		case o.PID == 0:
 			s.own[kind+" (exited thread)"]++

@@ -28,3 +28,12 @@ func StatusKB(field string) (int, error) {
 	}
 	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }
+
+// OwnThread reports whether pid is one of this process's threads. The
+// kernel reports an RDMA object's pid (rdma res, restrack) as the thread
+// that created it, and Go creates objects from several threads, so a test
+// finds its own objects under its threads' ids, not os.Getpid().
+func OwnThread(pid uint32) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", pid))
+	return pid != 0 && err == nil
+}

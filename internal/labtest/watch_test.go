@@ -2,7 +2,10 @@
 
 package labtest
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestDiffCounters(t *testing.T) {
 	for _, c := range []struct {
@@ -26,5 +29,14 @@ func TestStatusKB(t *testing.T) {
 	}
 	if _, err := StatusKB("NoSuchField"); err == nil {
 		t.Error("StatusKB of a missing field: no error")
+	}
+}
+
+func TestOwnThread(t *testing.T) {
+	if !OwnThread(uint32(os.Getpid())) {
+		t.Error("the main thread is not this process's")
+	}
+	if OwnThread(0) || OwnThread(1<<31) {
+		t.Error("pid 0 or a pid that cannot exist taken for this process's thread")
 	}
 }

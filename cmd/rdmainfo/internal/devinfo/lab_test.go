@@ -271,13 +271,6 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kernel reports an object's pid as the thread that created it
-	// (restrack keeps the task), and Go creates them from several threads:
-	// this process's objects come under its threads' ids, not os.Getpid().
-	ownThread := func(pid uint32) bool {
-		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", pid))
-		return err == nil
-	}
 	srqs, err := s.Resources("srq", env.Dev)
 	if err != nil || len(srqs) != 1 {
 		t.Fatalf("srqs %v, %v: want the one this test holds", srqs, err)
@@ -312,7 +305,7 @@ func TestLabResourcesMatchRdma(t *testing.T) {
 	t.Logf("rdmainfo resources:\n%s", buf.String())
 	for _, p := range rep.Processes {
 		want := map[uint32]string{uint32(pp): "ibv_rc_pingpong", uint32(rp): "rping", 0: "ib_core"}[p.PID]
-		if ownThread(p.PID) {
+		if labtest.OwnThread(p.PID) {
 			want = strings.TrimSpace(string(self))
 		}
 		if p.Comm != want {
