@@ -87,17 +87,16 @@ func (s *session) ptDial(ctx context.Context) (*ptwire.Conn, *cm.Conn, error) {
 	if s.cfg.RDMACM {
 		t := &cmTransport{}
 		c, err := cm.Dial(ctx, addr, cmCtrlOptions(t))
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, cm.ErrNoListener) && tcpAnswers(ctx, addr):
 			// A TCP server there is perftest's without -R, unless this
 			// side came while an rdmaperf server was opening its
 			// listeners: then a second try finds rdma_cm's.
-			if errors.Is(err, cm.ErrNoListener) && tcpAnswers(ctx, addr) {
-				if c, err = cm.Dial(ctx, addr, cmCtrlOptions(t)); err == nil {
-					t.conn = c
-					return ptCMConn(ctx, t, true), c, nil
-				}
+			if c, err = cm.Dial(ctx, addr, cmCtrlOptions(t)); err != nil {
 				return nil, nil, fmt.Errorf("rdma_cm connect to %s: %v; but a TCP server answers on that port: %w: the peer runs perftest's TCP exchange (no -R): drop -R on this side or give the server -R", addr, err, errPeerKind)
 			}
+		default:
 			return nil, nil, fmt.Errorf("rdma_cm connect to %s (is the perftest server running with -R?): %w", addr, err)
 		}
 		t.conn = c
