@@ -33,14 +33,17 @@ type transport interface {
 	// arm requests one event for the next completion.
 	arm() error
 	// wait blocks until an armed completion event arrives or ctx is done.
-	// It is called by one goroutine only (the connection's poller).
+	// One goroutine at a time calls it (the connection's waiter).
 	wait(ctx context.Context) error
 	// done is closed when the CM reports the connection gone.
 	done() <-chan struct{}
 	// abort moves the QP to the error state and disconnects (a protocol
-	// violation by the peer); close tears everything down.
+	// violation by the peer); close tears everything down but the
+	// memory, which free then unmaps (once no ReadFrom or WriteTo has
+	// it in hand: see Conn.lendRingLocked).
 	abort()
 	close() error
+	free() error
 }
 
 // memory is the registered memory of one rsocket: the send ring with the
@@ -103,9 +106,10 @@ var errWriteShut = fmt.Errorf("write after CloseWrite: %w", syscall.EPIPE)
 // Conn is one rsocket stream connection: a net.Conn whose bytes travel by
 // RDMA WRITE WITH IMMEDIATE into the peer's receive ring, wire-compatible
 // with librdmacm's rsockets. One Read and one Write may run at once (more
-// are serialised); Close unblocks both. Waiting parks the goroutine on the
-// completion channel through Go's netpoller; no thread is held and nothing
-// spins unless Options.PollTime asks for it.
+// are serialised); Close unblocks both. A Read or Write that must wait
+// parks its own goroutine on the completion channel through Go's netpoller
+// (as rs_get_comp sleeps in ibv_get_cq_event); no thread is held and
+// nothing spins unless Options.PollTime asks for it.
 //
 // The caller must Close it: Close sends rsockets' DISCONNECT, waits (at
 // most Options.CloseTimeout) for the sends to complete, then disconnects
@@ -118,22 +122,33 @@ type Conn struct {
 	laddr, raddr net.Addr
 
 	rmu, wmu, cmu sync.Mutex // serialise Read, Write and the control operations
-	rdl, wdl      deadline
+	rdl, wdl      *deadline
 	closing       chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
-	stopPoller    context.CancelFunc
-	pollerDone    chan struct{}
-	rdWake        chan struct{}
-	wrWake        chan struct{}
-	ctlWake       chan struct{}
 	keepalive     *time.Timer
+
+	// The contexts a waiter's channel wait ends with: gone when the CM
+	// reports the connection gone (or at the end of Close), live (its
+	// child) also when Close starts; the deadlines are live's children.
+	gone      context.Context
+	endGone   context.CancelFunc
+	live      context.Context
+	endLive   context.CancelFunc
+	watchDone chan struct{} // the watch goroutine returned
+	drainDone chan struct{} // the drain goroutine (after CloseRead) returned, if started
+	rdWake    chan struct{}
+	wrWake    chan struct{}
+	ctlWake   chan struct{}
+	drainWake chan struct{}
 
 	mu        sync.Mutex // everything below, and every use of t
 	closed    bool       // Close was called
 	torn      bool       // t is closed
-	armed     bool
-	events    uint64 // completions handled
+	armed     bool       // the CQ is armed: its next completion raises an event
+	waiting   bool       // a goroutine waits for that event in t.wait
+	events    uint64     // completions handled
+	wakes     uint64     // completion events a wait in t.wait woke for
 	cmGone    bool
 	err       error // why the connection failed
 	connected bool  // rs_connected
@@ -166,6 +181,13 @@ type Conn struct {
 	rbufFree         int // start of the next half to publish
 	rbufAvail        int // bytes consumed and not yet published again
 
+	// The rings lent out: ReadFrom's r reads into the send ring and
+	// WriteTo's w is handed the receive ring without mu held, so Close
+	// leaves unmapping them (t.free) to the last of those to return.
+	ringLent  int
+	ringFreed bool // t.free was called, or is left to the last borrower
+	recvLent  bool // WriteTo's w has the first queued message's data
+
 	wcs [16]uverbs.WC
 	swr [1]uverbs.SendWR
 	sge [2]uverbs.SGE
@@ -177,17 +199,19 @@ type Conn struct {
 func newConn(t transport, mem *memory, cfg config, peer connData, pollTime time.Duration, laddr, raddr net.Addr) *Conn {
 	c := &Conn{
 		t: t, mem: mem, cfg: cfg, pollTime: pollTime, laddr: laddr, raddr: raddr,
-		closing:    make(chan struct{}),
-		pollerDone: make(chan struct{}),
-		rdWake:     make(chan struct{}, 1),
-		wrWake:     make(chan struct{}, 1),
-		ctlWake:    make(chan struct{}, 1),
-		rdl:        makeDeadline(),
-		wdl:        makeDeadline(),
-		connected:  true, readable: true, writable: true,
+		closing:   make(chan struct{}),
+		watchDone: make(chan struct{}),
+		rdWake:    make(chan struct{}, 1),
+		wrWake:    make(chan struct{}, 1),
+		ctlWake:   make(chan struct{}, 1),
+		drainWake: make(chan struct{}, 1),
+		connected: true, readable: true, writable: true,
 		peerOrder: sgeOrder(peer.Flags),
 		rmsg:      make([]uint32, cfg.rqSize+1),
 	}
+	c.gone, c.endGone = context.WithCancel(context.Background())
+	c.live, c.endLive = context.WithCancel(c.gone)
+	c.rdl, c.wdl = newDeadline(c.live), newDeadline(c.live)
 	// rs_init_bufs
 	half := cfg.rbufSize >> 1
 	c.rbufFree, c.rbufAvail = half, half
@@ -203,9 +227,7 @@ func newConn(t transport, mem *memory, cfg config, peer connData, pollTime time.
 	c.tgt[0] = clampSGE(peer.DataBuf)
 	c.sseqComp = peer.Credits
 
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stopPoller = cancel
-	go c.pollLoop(ctx)
+	go c.watch()
 	if cfg.keepalive > 0 {
 		c.mu.Lock() // sendKeepalive uses c.keepalive
 		c.keepalive = time.AfterFunc(cfg.keepalive, c.sendKeepalive)
@@ -219,53 +241,51 @@ func clampSGE(s rsSGE) rsSGE {
 	return s
 }
 
-// pollLoop is the connection's one waiting goroutine: it sleeps in the
-// completion channel (parked on the netpoller), and on each event processes
-// the completions and wakes whoever waits. It is not cm.Conn.Wait
-// (uverbs.WaitCQs) on purpose: that wait polls outside c.mu and arms the
-// CQ whenever it is empty, while here every poll happens under c.mu, in
-// order with Read's and Write's own polls (two pollers would hand receive
-// completions to the protocol out of order), and the CQ is armed only
-// while a Read, Write or Close has to sleep (a busy stream costs no events).
-// The CM's end of the connection reaches waiters through done instead.
-func (c *Conn) pollLoop(ctx context.Context) {
-	defer close(c.pollerDone)
-	for {
-		err := c.t.wait(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		c.mu.Lock()
-		if err != nil {
-			c.failLocked(fmt.Errorf("wait for completions: %w", err))
-			c.mu.Unlock()
-			c.wakeAll()
-			return
-		}
-		c.armed = false
+// watch is the connection's one background goroutine: it waits for the
+// CM to report the connection gone (the peer's process died, or the
+// device went away), ends the waits on the completion channel and fails
+// the connection. Completions are not its business: whoever has to wait
+// (Read, Write, Close, the drain after CloseRead) waits for them itself.
+func (c *Conn) watch() {
+	defer close(c.watchDone)
+	select {
+	case <-c.t.done():
+	case <-c.closing:
+		return
+	}
+	c.mu.Lock()
+	c.cmGone = true
+	c.progressLocked()
+	if c.connected && !c.closed {
+		c.failLocked(errReset)
+	}
+	c.mu.Unlock()
+	c.endGone()
+	c.wakeAll(nil)
+}
+
+// drain keeps the protocol going after CloseRead while nobody else may
+// call in: the peer's data is dropped as it arrives (recvLocked), so the
+// peer is not stalled. It ends with the connection or at Close.
+func (c *Conn) drain() {
+	defer close(c.drainDone)
+	dl := newDeadline(c.live)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.readShut && c.connected && !c.closed && !c.torn {
 		c.progressLocked()
-		c.keepArmedLocked()
-		c.mu.Unlock()
-		c.wakeAll()
+		if c.blockLocked(c.drainWake, dl, c.closing) == wokeStop {
+			return
+		}
 	}
 }
 
-// keepArmedLocked keeps the CQ armed while nobody may call in but the
-// protocol must go on: after CloseRead, the peer's data is dropped as it
-// arrives so the peer is not stalled.
-func (c *Conn) keepArmedLocked() {
-	for c.readShut && c.connected && !c.armed && !c.torn {
-		if err := c.t.arm(); err != nil {
-			c.failLocked(fmt.Errorf("arm completion queue: %w", err))
-			return
+// wakeAll wakes every goroutine that may wait in blockLocked but own.
+func (c *Conn) wakeAll(own chan struct{}) {
+	for _, ch := range [...]chan struct{}{c.rdWake, c.wrWake, c.ctlWake, c.drainWake} {
+		if ch == own {
+			continue
 		}
-		c.armed = true
-		c.progressLocked()
-	}
-}
-
-func (c *Conn) wakeAll() {
-	for _, ch := range [...]chan struct{}{c.rdWake, c.wrWake, c.ctlWake} {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -496,6 +516,10 @@ func (c *Conn) sendKeepalive() {
 	if c.closed || c.torn {
 		return
 	}
+	// Nobody may be waiting: collect the completions (the last
+	// keepalives' among them) so an idle connection keeps its control
+	// slots.
+	c.progressLocked()
 	if c.connected && c.ctrlAvail() {
 		c.ctrlSeq++
 		c.swr[0] = uverbs.SendWR{ID: uint64(msgSet(opCtrl, ctrlKeepalive)), Opcode: uverbs.WRRDMAWrite}
@@ -519,11 +543,22 @@ const (
 	wokeStop
 )
 
-// blockLocked waits for the connection to change: it arms the CQ first if
-// nobody has (and then only polls, for completions that came before), else
-// releases mu and sleeps until the poller wakes it, dl passes, stop closes
-// or the CM reports the connection gone. Callers recheck their condition.
-func (c *Conn) blockLocked(wake chan struct{}, dl, stop <-chan struct{}) int {
+// blockLocked waits for the connection to change. It arms the CQ first
+// if it is not (and then only polls, for completions that came before:
+// callers recheck their condition and call again). Then the first waiter
+// sleeps in the completion channel itself (t.wait, parked on the
+// netpoller: rs_get_comp's ibv_get_cq_event) until the event, dl or stop,
+// and on waking handles the completions and wakes the others; anyone
+// else waiting meanwhile sleeps on wake until that waiter is done. Either
+// way mu is released while asleep; callers recheck their condition.
+// dl is the waiter's deadline (Read's and Write's end when the CM ends the
+// connection, too); stop, if not nil, ends the wait as well. It is not
+// cm.Conn.Wait (uverbs.WaitCQs) on purpose: that polls outside c.mu and
+// arms the CQ whenever it is empty, while here every poll happens under
+// c.mu, in order with every other (two pollers would hand receive
+// completions to the protocol out of order), and the CQ is armed only
+// while a call has to sleep (a busy stream costs no events).
+func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{}) int {
 	if c.torn {
 		return wokeStop
 	}
@@ -532,7 +567,7 @@ func (c *Conn) blockLocked(wake chan struct{}, dl, stop <-chan struct{}) int {
 			return wokeEvent
 		}
 	}
-	if !c.armed {
+	if !c.armed && !c.cmGone {
 		if err := c.t.arm(); err != nil {
 			c.failLocked(fmt.Errorf("arm completion queue: %w", err))
 			return wokeEvent
@@ -541,30 +576,71 @@ func (c *Conn) blockLocked(wake chan struct{}, dl, stop <-chan struct{}) int {
 		c.progressLocked()
 		return wokeEvent
 	}
-	var gone <-chan struct{}
-	if !c.cmGone {
-		gone = c.t.done()
+	if c.waiting || c.cmGone {
+		return c.sleepLocked(wake, dl, stop)
 	}
+	ctx := dl.wait()
+	c.waiting = true
+	c.mu.Unlock()
+	err := c.t.wait(ctx)
+	c.mu.Lock()
+	c.waiting = false
+	r := wokeEvent
+	switch {
+	case err == nil:
+		c.armed = false
+		c.wakes++
+		c.progressLocked()
+	case ctx.Err() == nil:
+		// Not the context: the channel itself failed.
+		if !c.torn && !c.closed {
+			c.failLocked(fmt.Errorf("wait for completions: %w", err))
+		}
+	default:
+		r = c.endedBy(ctx, stop)
+	}
+	// Whoever else waits rechecks, and one of them takes over the wait
+	// if the CQ is still armed.
+	c.wakeAll(wake)
+	return r
+}
+
+// sleepLocked is blockLocked for a goroutine that does not wait in the
+// channel: another does (and wakes it), or the CM ended the connection,
+// after which the QP's flushed work is polled every millisecond until
+// Close.
+func (c *Conn) sleepLocked(wake chan struct{}, dl *deadline, stop <-chan struct{}) int {
+	var tick <-chan time.Time
+	if c.cmGone {
+		tick = time.After(time.Millisecond)
+	}
+	ctx := dl.wait()
 	c.mu.Unlock()
 	r := wokeEvent
 	select {
 	case <-wake:
-	case <-dl:
-		r = wokeDeadline
+	case <-tick:
+	case <-ctx.Done():
+		r = c.endedBy(ctx, stop)
 	case <-stop:
 		r = wokeStop
-	case <-gone:
-		c.mu.Lock()
-		c.cmGone = true
-		c.progressLocked()
-		if c.connected && !c.closed {
-			c.failLocked(errReset)
-		}
-		return r
 	}
 	c.mu.Lock()
 	c.progressLocked()
 	return r
+}
+
+// endedBy says why a wait with the deadline context ctx ended early: the
+// deadline passed, stop closed, or (wokeEvent: recheck) the deadline was
+// changed or the CM ended the connection.
+func (c *Conn) endedBy(ctx context.Context, stop <-chan struct{}) int {
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return wokeDeadline
+	case isClosed(stop):
+		return wokeStop
+	}
+	return wokeEvent
 }
 
 // spinLocked polls for up to pollTime (librdmacm's polling_time) before a
@@ -598,7 +674,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 		switch {
 		case c.isClosed():
 			return 0, c.opErr("read", net.ErrClosed)
-		case isClosed(c.rdl.wait()):
+		case c.rdl.expired():
 			return 0, c.opErr("read", os.ErrDeadlineExceeded)
 		case c.rmsgHead != c.rmsgTail:
 			if len(b) == 0 {
@@ -621,7 +697,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 		if c.rmsgHead != c.rmsgTail || !c.readable {
 			continue
 		}
-		c.blockLocked(c.rdWake, c.rdl.wait(), c.closing)
+		c.blockLocked(c.rdWake, c.rdl, c.closing)
 	}
 }
 
@@ -629,40 +705,44 @@ func (c *Conn) Read(b []byte) (int, error) {
 func (c *Conn) consumeLocked(b []byte) int {
 	n := 0
 	for n < len(b) && c.rmsgHead != c.rmsgTail {
-		size := int(c.rmsg[c.rmsgHead])
-		if left := len(b) - n; left < size {
-			c.rmsg[c.rmsgHead] -= uint32(left)
-			size = left
-		} else {
-			c.rseqNo++
-			if c.rmsgHead++; c.rmsgHead == len(c.rmsg) {
-				c.rmsgHead = 0
-			}
-		}
-		for size > 0 {
-			k := min(size, c.cfg.rbufSize-c.rbufOffset)
-			copy(b[n:n+k], c.mem.rbuf[c.rbufOffset:c.rbufOffset+k])
-			n += k
-			size -= k
-			c.rbufAvail += k
-			if c.rbufOffset += k; c.rbufOffset == c.cfg.rbufSize {
-				c.rbufOffset = 0
-			}
-		}
+		k := copy(b[n:], c.headDataLocked())
+		c.advanceLocked(k)
+		n += k
 	}
 	return n
 }
 
-// discardLocked drops every queued message (after CloseRead).
-func (c *Conn) discardLocked() {
-	for c.rmsgHead != c.rmsgTail {
-		size := int(c.rmsg[c.rmsgHead])
+// headDataLocked is the unread part of the first queued message that lies
+// before the receive ring's end (the rest, if it wraps, starts at 0).
+func (c *Conn) headDataLocked() []byte {
+	k := min(int(c.rmsg[c.rmsgHead]), c.cfg.rbufSize-c.rbufOffset)
+	return c.mem.rbuf[c.rbufOffset : c.rbufOffset+k]
+}
+
+// advanceLocked marks n bytes of the first queued message read; a message
+// read to its end (an empty one at once) leaves the queue.
+func (c *Conn) advanceLocked(n int) {
+	if c.rmsg[c.rmsgHead] -= uint32(n); c.rmsg[c.rmsgHead] == 0 {
 		c.rseqNo++
 		if c.rmsgHead++; c.rmsgHead == len(c.rmsg) {
 			c.rmsgHead = 0
 		}
-		c.rbufAvail += size
-		c.rbufOffset = (c.rbufOffset + size) % c.cfg.rbufSize
+	}
+	c.rbufAvail += n
+	if c.rbufOffset += n; c.rbufOffset == c.cfg.rbufSize {
+		c.rbufOffset = 0
+	}
+}
+
+// discardLocked drops every queued message (after CloseRead), unless
+// WriteTo's writer has the first in hand: WriteTo drops them when it gets
+// it back (the space must not go back to the peer while w reads it).
+func (c *Conn) discardLocked() {
+	if c.recvLent {
+		return
+	}
+	for c.rmsgHead != c.rmsgTail {
+		c.advanceLocked(len(c.headDataLocked()))
 	}
 }
 
@@ -678,25 +758,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 	defer c.mu.Unlock()
 	n, olen := 0, olapStart
 	for {
-		switch {
-		case c.isClosed():
-			return n, c.opErr("write", net.ErrClosed)
-		case isClosed(c.wdl.wait()):
-			return n, c.opErr("write", os.ErrDeadlineExceeded)
-		case c.err != nil:
-			return n, c.opErr("write", c.err)
-		case !c.writable && c.peerDisc:
-			return n, c.opErr("write", errPeerClosed)
-		case !c.writable:
-			return n, c.opErr("write", errWriteShut)
-		case n == len(b):
+		if err := c.writeErrLocked("write"); err != nil {
+			return n, err
+		}
+		if n == len(b) {
 			return n, nil
 		}
 		if !c.canSendLocked() {
-			c.progressLocked()
-			if !c.canSendLocked() && c.writable {
-				c.blockLocked(c.wrWake, c.wdl.wait(), c.closing)
-			}
+			c.waitSendLocked()
 			continue
 		}
 		left := len(b) - n
@@ -708,23 +777,204 @@ func (c *Conn) Write(b []byte) (int, error) {
 			}
 		}
 		xfer = min(xfer, c.sbufAvail, int(c.tgt[c.tgtIdx].Length))
-		c.writeDataLocked(b[n : n+xfer])
+		c.writeDataLocked(b[n:n+xfer], false)
 		n += xfer
 	}
 }
 
-// writeDataLocked posts one data message (rs_write_data).
-func (c *Conn) writeDataLocked(p []byte) {
+// writeErrLocked is why Write (or ReadFrom: op) cannot send, if it cannot.
+func (c *Conn) writeErrLocked(op string) error {
+	if err := c.localWriteErrLocked(op); err != nil {
+		return err
+	}
+	switch {
+	case c.err != nil:
+		return c.opErr(op, c.err)
+	case !c.writable && c.peerDisc:
+		return c.opErr(op, errPeerClosed)
+	}
+	return nil
+}
+
+// waitSendLocked waits for credits, a peer buffer and send ring space.
+func (c *Conn) waitSendLocked() {
+	c.progressLocked()
+	if !c.canSendLocked() && c.writable {
+		c.blockLocked(c.wrWake, c.wdl, c.closing)
+	}
+}
+
+// ReadFrom is io.ReaderFrom (io.Copy uses it): it reads from r straight
+// into the send ring, which is registered memory, and sends what each of
+// r's Reads returned (in as many messages as the peer's buffers take),
+// saving the copy Write makes. A Read asks for what the free ring space
+// allows (from 2 KiB, doubling up to 64 KiB, as Write's transfers do); as
+// with TCP, r is read before waiting for the peer, so a peer that took
+// everything and closed does not fail a ReadFrom whose r has only io.EOF
+// left. It returns at r's io.EOF (with a nil error) or at the first error
+// of r or the connection; bytes r returned that the connection could no
+// longer send are lost, as with a Write that fails. The write deadline
+// bounds the waits for the peer, not r's Reads, which run without the
+// connection's lock.
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var total int64
+	olen := olapStart
+	for {
+		if err := c.localWriteErrLocked("readfrom"); err != nil {
+			return total, err
+		}
+		if c.sbufAvail < sndLowat {
+			if err := c.writeErrLocked("readfrom"); err != nil {
+				return total, err
+			}
+			c.waitSendLocked() // for our own sends' completions
+			continue
+		}
+		// Only this call moves sbufHead (Write waits for wmu) and only
+		// a send completion changes sbufAvail (it grows): the space
+		// stays this call's while r reads into it unlocked.
+		xfer := min(olen, c.sbufAvail, c.cfg.sbufSize-c.sbufHead)
+		if olen < maxTransfer {
+			olen <<= 1
+		}
+		buf := c.mem.sbuf[c.sbufHead : c.sbufHead+xfer]
+		c.lendRingLocked()
+		c.mu.Unlock()
+		n, rerr := r.Read(buf)
+		c.mu.Lock()
+		c.returnRingLocked()
+		for sent := 0; sent < n; {
+			if err := c.writeErrLocked("readfrom"); err != nil {
+				return total, err
+			}
+			if !c.canSendLocked() {
+				c.waitSendLocked()
+				continue
+			}
+			m := min(n-sent, int(c.tgt[c.tgtIdx].Length))
+			c.writeDataLocked(buf[sent:sent+m], true)
+			sent += m
+			total += int64(m)
+		}
+		switch {
+		case rerr == io.EOF:
+			return total, nil
+		case rerr != nil:
+			return total, rerr
+		}
+	}
+}
+
+// WriteTo is io.WriterTo (io.Copy from a Conn uses it): it hands w the data
+// straight from the receive ring, the registered memory the peer
+// RDMA-wrote it into, saving the copy into io.Copy's buffer that Read
+// makes, and gives the space back to the peer once w has taken it. Each of
+// w's Writes gets one message's bytes up to the ring's end (at most
+// 64 KiB: the peer's transfer size); w must not keep the slice, as
+// io.Writer's contract says. It returns with a nil error once the peer
+// shut its side and every byte before that was written (io.EOF for Read),
+// or after CloseRead; otherwise at the first error of w or of the
+// connection. The read deadline bounds the waits for the peer, not w's
+// Writes, which run without the connection's lock (a Close meanwhile
+// leaves the ring mapped until w returns).
+func (c *Conn) WriteTo(w io.Writer) (int64, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var total int64
+	for {
+		switch {
+		case c.isClosed():
+			return total, c.opErr("writeto", net.ErrClosed)
+		case c.rdl.expired():
+			return total, c.opErr("writeto", os.ErrDeadlineExceeded)
+		case c.rmsgHead != c.rmsgTail:
+			p := c.headDataLocked()
+			if len(p) == 0 {
+				c.advanceLocked(0) // an empty message
+				continue
+			}
+			c.lendRingLocked()
+			c.recvLent = true
+			c.mu.Unlock()
+			n, werr := w.Write(p)
+			c.mu.Lock()
+			c.recvLent = false
+			c.returnRingLocked()
+			if n < 0 || n > len(p) {
+				n, werr = 0, fmt.Errorf("writer returned %d for a write of %d bytes", n, len(p))
+			}
+			total += int64(n)
+			if c.isClosed() {
+				// Close tore the connection down meanwhile.
+				return total, c.opErr("writeto", net.ErrClosed)
+			}
+			c.advanceLocked(n)
+			if c.readShut {
+				c.discardLocked() // CloseRead came meanwhile
+			}
+			c.updateCreditsLocked()
+			switch {
+			case werr != nil:
+				return total, werr
+			case n < len(p):
+				return total, io.ErrShortWrite
+			}
+			continue
+		case c.err != nil:
+			return total, c.opErr("writeto", c.err)
+		case !c.readable:
+			return total, nil
+		}
+		c.progressLocked()
+		if c.rmsgHead != c.rmsgTail || !c.readable {
+			continue
+		}
+		c.blockLocked(c.rdWake, c.rdl, c.closing)
+	}
+}
+
+// localWriteErrLocked is writeErrLocked for what this side did: Close, the
+// deadline, CloseWrite (not the peer's close or a failure).
+func (c *Conn) localWriteErrLocked(op string) error {
+	switch {
+	case c.isClosed():
+		return c.opErr(op, net.ErrClosed)
+	case c.wdl.expired():
+		return c.opErr(op, os.ErrDeadlineExceeded)
+	case !c.writable && !c.peerDisc && c.err == nil:
+		return c.opErr(op, errWriteShut)
+	}
+	return nil
+}
+
+// writeDataLocked posts one data message (rs_write_data). inRing says p
+// is already in the send ring at sbufHead (ReadFrom read it there); then
+// sbufHead moves past it even when it goes inline, so that ReadFrom's next
+// part is at sbufHead again.
+func (c *Conn) writeDataLocked(p []byte, inRing bool) {
 	size := len(p)
 	wr := &c.swr[0]
 	imm := msgSet(opData, uint32(size))
 	*wr = uverbs.SendWR{ID: uint64(imm), Opcode: uverbs.WRRDMAWriteWithImm, Imm: imm}
 	if size <= c.cfg.inline {
 		wr.Flags, wr.Inline = uverbs.SendInline, p
+		if inRing {
+			if c.sbufHead += size; c.sbufHead == c.cfg.sbufSize {
+				c.sbufHead = 0
+			}
+		}
 	} else {
 		end := c.cfg.sbufSize - c.sbufHead // rs_sbuf_left
 		if size <= end {
-			copy(c.mem.sbuf[c.sbufHead:], p)
+			if !inRing {
+				copy(c.mem.sbuf[c.sbufHead:], p)
+			}
 			c.sge[0] = uverbs.SGE{Addr: c.mem.sAddr + uint64(c.sbufHead), Length: uint32(size), LKey: c.mem.sLKey}
 			wr.SGL = c.sge[:1]
 			if c.sbufHead += size; c.sbufHead == c.cfg.sbufSize {
@@ -798,13 +1048,16 @@ func (c *Conn) shutdown(op string, wr, rd bool) error {
 		c.readShut, c.readable = true, false
 		c.discardLocked()
 		c.updateCreditsLocked()
-		c.keepArmedLocked()
+		if c.drainDone == nil {
+			c.drainDone = make(chan struct{})
+			go c.drain()
+		}
 		if c.writable {
 			return nil
 		}
 		code = ctrlDisconnect
 	}
-	if !c.ctrlAvailWait(c.wdl.wait(), c.closing) {
+	if !c.ctrlAvailWait(c.wdl, c.closing) {
 		return c.errOr(op)
 	}
 	c.sendCtrlLocked(code)
@@ -816,7 +1069,7 @@ func (c *Conn) shutdown(op string, wr, rd bool) error {
 
 // ctrlAvailWait waits for a free control slot; false if the connection
 // ended or dl/stop fired first.
-func (c *Conn) ctrlAvailWait(dl, stop <-chan struct{}) bool {
+func (c *Conn) ctrlAvailWait(dl *deadline, stop <-chan struct{}) bool {
 	for !c.ctrlAvail() {
 		if !c.connected {
 			return false
@@ -852,6 +1105,7 @@ func (c *Conn) Close() error {
 
 func (c *Conn) close() error {
 	close(c.closing)
+	c.endLive() // a Read or Write waiting in the channel returns
 	if c.keepalive != nil {
 		c.keepalive.Stop()
 	}
@@ -861,32 +1115,65 @@ func (c *Conn) close() error {
 	delivered := false // the peer acknowledged every byte and our DISCONNECT
 	if c.connected && c.err == nil {
 		c.readable, c.writable = false, false
-		dl := makeDeadline()
+		// Not a child of c.gone: after the CM's end, Close still
+		// collects the flushed sends (sleepLocked polls for them).
+		dl := newDeadline(context.Background())
 		dl.set(time.Now().Add(c.cfg.closeTimeout))
-		if c.ctrlAvailWait(dl.wait(), nil) {
+		if c.ctrlAvailWait(dl, nil) {
 			c.sendCtrlLocked(ctrlDisconnect)
 			for !c.allSendsDoneLocked() && !c.torn && c.err == nil {
-				if c.blockLocked(c.ctlWake, dl.wait(), nil) != wokeEvent {
+				if c.blockLocked(c.ctlWake, dl, nil) != wokeEvent {
 					break
 				}
 			}
 			delivered = c.err == nil && int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize
 		}
-		dl.set(time.Time{})
+		dl.cancel()
 	}
 	c.connected = false
+	drained := c.drainDone
 	c.mu.Unlock()
-	c.stopPoller()
-	<-c.pollerDone
+	if drained != nil {
+		<-drained
+	}
+	<-c.watchDone
 	c.mu.Lock()
 	c.torn = true
 	c.mu.Unlock()
+	c.endGone()
 	c.cmu.Unlock()
-	c.wakeAll()
-	if err := c.t.close(); err != nil && !(delivered && onlyCloseTimeout(err)) {
+	c.wakeAll(nil)
+	err := c.t.close()
+	if err != nil && delivered && onlyCloseTimeout(err) {
+		err = nil
+	}
+	c.mu.Lock()
+	free := c.ringLent == 0
+	c.ringFreed = true
+	c.mu.Unlock()
+	if free {
+		err = errors.Join(err, c.t.free())
+	}
+	if err != nil {
 		return c.opErr("close", err)
 	}
 	return nil
+}
+
+// lendRingLocked marks a ring as in use outside mu (by ReadFrom's reader
+// or WriteTo's writer, which may still be in it when Close returns: a
+// reader blocked on a network socket, say). Close then leaves the unmap to
+// returnRingLocked, so such a caller never touches unmapped memory, or
+// memory mapped again for something else.
+func (c *Conn) lendRingLocked() { c.ringLent++ }
+
+// returnRingLocked ends a lendRingLocked; the last to return after Close
+// unmaps the rings. Its error (munmap of a mapping this Conn made) cannot
+// reach Close's caller any more and is dropped.
+func (c *Conn) returnRingLocked() {
+	if c.ringLent--; c.ringLent == 0 && c.ringFreed {
+		c.t.free()
+	}
 }
 
 // onlyCloseTimeout reports whether every error joined in err is
@@ -957,47 +1244,47 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// deadline is a settable deadline whose wait channel closes when it passes
-// (net.Pipe's design).
+// deadline is a settable deadline: a context that ends when it passes (or
+// when its parent ends), which a waiter in the completion channel hands
+// to t.wait. Setting it ends the previous context, so a waiter wakes and
+// picks up the new one.
 type deadline struct {
 	mu     sync.Mutex
-	timer  *time.Timer
-	cancel chan struct{}
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-func makeDeadline() deadline { return deadline{cancel: make(chan struct{})} }
+func newDeadline(parent context.Context) *deadline {
+	d := &deadline{parent: parent}
+	d.ctx, d.cancel = context.WithCancel(parent)
+	return d
+}
 
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.cancel // the timer fired: wait for it to close cancel
-	}
-	d.timer = nil
-	closed := isClosed(d.cancel)
+	d.cancel()
 	if t.IsZero() {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		return
-	}
-	if dur := time.Until(t); dur > 0 {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		cancel := d.cancel
-		d.timer = time.AfterFunc(dur, func() { close(cancel) })
-		return
-	}
-	if !closed {
-		close(d.cancel)
+		d.ctx, d.cancel = context.WithCancel(d.parent)
+	} else {
+		d.ctx, d.cancel = context.WithDeadline(d.parent, t)
 	}
 }
 
-func (d *deadline) wait() <-chan struct{} {
+// wait is the context to wait with now.
+func (d *deadline) wait() context.Context {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.cancel
+	return d.ctx
 }
 
-var _ net.Conn = (*Conn)(nil)
+// expired reports whether the deadline passed.
+func (d *deadline) expired() bool {
+	return d.wait().Err() == context.DeadlineExceeded
+}
+
+var (
+	_ net.Conn      = (*Conn)(nil)
+	_ io.ReaderFrom = (*Conn)(nil)
+)

@@ -300,12 +300,13 @@ func TestFakeClose(t *testing.T) {
 
 // TestFakePeerVanishes: a peer whose connection just ends (its process
 // died; the CM disconnects) fails the other end's Read and Write with
-// ECONNRESET, not io.EOF.
+// ECONNRESET, not io.EOF. (Read's loop here; io.Copy from a Conn uses
+// WriteTo: TestFakeWriteToErrors.)
 func TestFakePeerVanishes(t *testing.T) {
 	a, b, w := fakePair(t, Options{}, Options{})
 	errs := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(io.Discard, b)
+		_, err := io.Copy(io.Discard, struct{ io.Reader }{b})
 		errs <- err
 	}()
 	a.Write(make([]byte, 100000))

@@ -173,6 +173,7 @@ func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, erro
 	peer, err := parseConnData(cc.Peer().PrivateData)
 	if err != nil {
 		s.v.close()
+		s.free()
 		return nil, opErr(err)
 	}
 	return newConn(s.v, s.mem, s.cfg, peer, d.PollTime, tcpAddr(cc.LocalAddr()), tcpAddr(cc.RemoteAddr())), nil

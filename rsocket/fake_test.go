@@ -47,7 +47,9 @@ type fakeEnd struct {
 	closed   bool
 	posted   int // send work requests posted
 	scratch  []byte
-	closeErr error // what close returns (the CM's teardown errors)
+	frees    int    // calls of free (the Conn's memory unmapped)
+	closeErr error  // what close returns (the CM's teardown errors)
+	onWait   func() // if set (before the Conn waits), called by wait first
 }
 
 type fakeMsg struct {
@@ -246,6 +248,9 @@ func (e *fakeEnd) arm() error {
 }
 
 func (e *fakeEnd) wait(ctx context.Context) error {
+	if e.onWait != nil {
+		e.onWait()
+	}
 	select {
 	case <-e.ev:
 		return nil
@@ -282,6 +287,20 @@ func (e *fakeEnd) close() error {
 	e.closed = true
 	e.w.mu.Unlock()
 	return e.closeErr
+}
+
+func (e *fakeEnd) free() error {
+	e.w.mu.Lock()
+	e.frees++
+	e.w.mu.Unlock()
+	return nil
+}
+
+// freed is how often the end's memory was unmapped.
+func (e *fakeEnd) freed() int {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	return e.frees
 }
 
 // fakeMemory allocates and registers an rsocket's memory on e and posts

@@ -27,6 +27,7 @@ type Stats struct {
 	Queued           int    // bytes received and not read yet
 
 	Completions uint64 // work completions handled
+	Wakeups     uint64 // completion events a blocked call slept in the completion channel for
 	Armed       bool   // the completion queue is armed (someone sleeps)
 	Err         error  // why the connection ended, if it did
 }
@@ -55,6 +56,7 @@ func (c *Conn) Stats() Stats {
 		ReceiveWindow:    c.rcvWindow,
 		Queued:           queued,
 		Completions:      c.events,
+		Wakeups:          c.wakes,
 		Armed:            c.armed,
 		Err:              c.err,
 	}
@@ -62,9 +64,9 @@ func (c *Conn) Stats() Stats {
 
 // String is one line for a log.
 func (s Stats) String() string {
-	str := fmt.Sprintf("sent %d messages (credit limit %d), peer buffer %d bytes, send ring free %d bytes, send slots free %d, control messages in flight %d; received %d messages, read %d, granted up to %d, window %d bytes, %d bytes queued; %d completions, armed %v",
+	str := fmt.Sprintf("sent %d messages (credit limit %d), peer buffer %d bytes, send ring free %d bytes, send slots free %d, control messages in flight %d; received %d messages, read %d, granted up to %d, window %d bytes, %d bytes queued; %d completions, %d wake-ups, armed %v",
 		s.MessagesSent, s.CreditLimit, s.PeerBuffer, s.SendRingFree, s.SendSlotsFree, s.CtrlInFlight,
-		s.MessagesReceived, s.MessagesRead, s.CreditsGranted, s.ReceiveWindow, s.Queued, s.Completions, s.Armed)
+		s.MessagesReceived, s.MessagesRead, s.CreditsGranted, s.ReceiveWindow, s.Queued, s.Completions, s.Wakeups, s.Armed)
 	if s.Err != nil {
 		str += "; ended: " + s.Err.Error()
 	}

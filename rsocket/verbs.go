@@ -51,13 +51,14 @@ func (v *verbsTransport) abort() {
 }
 
 // close disconnects and destroys the connection (cm.Conn.Close deregisters
-// the memory regions), then frees the memory.
-func (v *verbsTransport) close() error {
-	err := v.cc.Close()
-	if v.buf != nil {
-		err = errors.Join(err, v.buf.Close())
+// the memory regions); free then unmaps the memory.
+func (v *verbsTransport) close() error { return v.cc.Close() }
+
+func (v *verbsTransport) free() error {
+	if v.buf == nil {
+		return nil
 	}
-	return err
+	return v.buf.Close()
 }
 
 // setup is the per-connection work done in cm's Options.Setup, with the QP
@@ -123,8 +124,8 @@ func (s *setup) privateData(*cm.Conn) ([]byte, error) {
 // free releases the memory of a setup whose connection failed (after cm
 // closed the connection and its memory regions).
 func (s *setup) free() {
-	if s.v != nil && s.v.buf != nil {
-		s.v.buf.Close()
+	if s.v != nil {
+		s.v.free()
 	}
 }
 

@@ -23,6 +23,8 @@ have civetweb || need+=(civetweb) # a C HTTP server for rsocket's interop under 
 have dpkg-deb || need+=(dpkg)
 have chromium || need+=(chromium)
 have tshark || need+=(tshark) # ibpkt's decoder is checked against Wireshark's dissector
+have strace || need+=(strace)   # rdmatrace's C-program traces are checked against strace
+have pkill || need+=(procps)    # the demo stops its spare ib_write_bw server
 
 if ((${#need[@]})); then
 	if [[ $(id -u) != 0 ]]; then

@@ -343,6 +343,35 @@ func (c *Context) write(command uint32, req []byte, resp unsafe.Pointer, respLen
 	return nil
 }
 
+// rawWrite is write for a command without a response that the kernel
+// completes without sleeping (REQ_NOTIFY_CQ), on the data path: a raw
+// system call (sys.RawWrite), and no allocation when req does not escape.
+func (c *Context) rawWrite(command uint32, req []byte) error {
+	h, err := abi.NewCmdHdr(command, len(req), 0)
+	if err != nil {
+		return err
+	}
+	var buf [64]byte
+	if 8+len(req) > len(buf) {
+		return fmt.Errorf("uverbs command %d: %d bytes, more than a raw write takes: %w", command, len(req), syscall.EINVAL)
+	}
+	copy(buf[:], abi.Bytes(&h))
+	copy(buf[8:], req)
+	c.cmdMu.RLock()
+	defer c.cmdMu.RUnlock()
+	if c.closed {
+		return ErrClosed
+	}
+	n, err := sys.RawWrite(c.fd, buf[:8+len(req)])
+	if err != nil {
+		return err
+	}
+	if n != 8+len(req) {
+		return fmt.Errorf("short write %d of %d: %w", n, 8+len(req), syscall.EIO)
+	}
+	return nil
+}
+
 // writeEx issues an extended write() command.
 func (c *Context) writeEx(command uint32, core, drv []byte, resp unsafe.Pointer, coreOut, drvOut int) error {
 	h, x, err := abi.NewExCmdHdr(command, len(core), len(drv), coreOut, drvOut, abi.PtrU64(resp))
@@ -483,7 +512,10 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	}
 	e := &eventFile{f: f, rc: rc}
 	e.tryRead = func(fd uintptr) bool {
-		e.n, e.rerr = sys.Read(int(fd), e.buf)
+		// Raw: the fd never blocks, and a read through the scheduler's
+		// system call entry would wake sysmon on every message (see
+		// sys.RawRead).
+		e.n, e.rerr = sys.RawRead(int(fd), e.buf)
 		return e.rerr != syscall.EAGAIN
 	}
 	e.wake = func() { e.f.SetReadDeadline(time.Unix(1, 0)) }

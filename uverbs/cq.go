@@ -218,7 +218,9 @@ func (cq *CQ) Arm(solicitedOnly bool) error {
 	if solicitedOnly {
 		req.SolicitedOnly = 1
 	}
-	if err := cq.ctx.write(abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, abi.Bytes(&req), nil, 0); err != nil {
+	// A raw write: called before every sleep on the channel, it would
+	// otherwise wake sysmon each time (see sys.RawRead).
+	if err := cq.ctx.rawWrite(abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, abi.Bytes(&req)); err != nil {
 		return fmt.Errorf("req notify cq: %w", err)
 	}
 	return nil

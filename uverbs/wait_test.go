@@ -145,7 +145,10 @@ func TestWaitSleepsNoAlloc(t *testing.T) {
 			panic("Wait did not return the completion")
 		}
 	})
-	if allocs != 0 {
+	switch {
+	case raceBuild:
+		t.Logf("-race: a sleeping Wait allocates %.1f times per call (the detector's read path; not checked)", allocs)
+	case allocs != 0:
 		t.Errorf("a sleeping Wait allocates %.1f times per call, want 0", allocs)
 	}
 	if cq.compEvents == before {

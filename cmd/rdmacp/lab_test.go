@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,24 +109,6 @@ func TestLabCLINoListener(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a C tool's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // rsocketsPeer is what rdmacp says an rsockets peer is.
 const rsocketsPeer = "rsockets (rcopy, rstream or a program under librspreload)"
 
@@ -145,7 +126,7 @@ func TestLabSendToRcopy(t *testing.T) {
 	sent := make(chan struct{}) // one node: the sender is done
 	env.RunRoles(t, func() error {
 		cmd := labtest.HostTool(t, ctx, "rcopy", "-p", port)
-		var out lockedBuffer
+		var out labtest.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("rcopy server: %v", err)

@@ -34,6 +34,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
+	appendFlag(fs, &o.Append)
 	o.Log = stderr
 	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {
 		v, err := intList(s)

@@ -78,11 +78,26 @@ func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration, stderr io
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
+	appendFlag(fs, &o.Append)
 	fs.Func("share", "host `DIR` to make writable in the guest (repeatable; the current directory always is)", func(s string) error {
 		o.Shares = append(o.Shares, s)
 		return nil
 	})
 	o.Log = stderr
+}
+
+// appendFlag registers --append, the guests' extra kernel parameters; the
+// flag's value replaces *args (an empty one: none).
+func appendFlag(fs *flag.FlagSet, args *[]string) {
+	def := strings.Join(*args, " ")
+	if def == "" {
+		def = "none"
+	}
+	fs.Func("append", "extra kernel `PARAMS` for the guests, space-separated, after the lab's own (console=ttyS0 quiet panic=-1), e.g. \"clocksource=tsc tsc=reliable\"; '' for none (default "+def+")", func(s string) error {
+		v, err := lab.ParseKernelArgs(s)
+		*args = v
+		return err
+	})
 }
 
 func fail(stderr io.Writer, err error) int {

@@ -3,7 +3,7 @@
 // Command rdmatrace shows what any process does with RDMA, with eBPF probes
 // written in Go (no C, no clang), and captures RoCEv2 packets.
 //
-//	rdmatrace [-p PID] [-c COMM] [--dev DEV] [--json] [--summary [--interval D] [--hist]] [--duration D] [--no-rxe]
+//	rdmatrace [-p PID] [-c COMM] [--dev DEV] [--json] [--summary [--interval D] [--hist]] [--duration D] [--no-rxe | --rxe-all] [--rxe-fentry | --rxe-kprobes] [--ring MIB]
 //	rdmatrace probes
 //	rdmatrace capture -i IFACE [-w FILE.pcap] [-c COUNT] [--duration D] [-s SNAPLEN] [-q]
 //	rdmatrace capture -r FILE.pcap
@@ -101,7 +101,11 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.Interval, "interval", 0, "with --summary: also print it every `D` (e.g. 5s)")
 	fs.DurationVar(&duration, "duration", 0, "stop after `D` (default: until Ctrl-C or SIGTERM)")
 	fs.BoolVar(&o.NoRXE, "no-rxe", false, "do not probe the rxe data path")
+	fs.BoolVar(&o.RXEAll, "rxe-all", false, rxeAllUsage)
+	fs.BoolVar(&o.RXEFentry, "rxe-fentry", false, "attach the rxe counters as fentry programs even while QPs are active (by default they are fentry programs only if no QP is past INIT when attached, kprobes otherwise: attaching fentry while rxe was busy crashed the QEMU lab's 6.12)")
+	fs.BoolVar(&o.RXEKprobes, "rxe-kprobes", false, "attach the rxe counters as kprobes, never fentry programs")
 	fs.BoolVar(&o.Quiet, "q", false, "do not list skipped probes")
+	ringMiB := fs.Int("ring", 0, "kernel ring buffer of `MIB` MiB, a power of two (default 16)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: rdmatrace [flags]
        rdmatrace probes
@@ -111,8 +115,13 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
        rdmatrace timeline FILE... -o PAGE.html
 
 Traces the RDMA calls of every process (uverbs write/ioctl/mmap, rdma_cm
-commands, CM events) and counts the rxe data path per QP, one line per call:
+commands, CM events), one line per call:
   12.345678 rping[812] uverbs/rxe0 CREATE_QP type=RC ... -> ok 41us qp=1 qpn=17
+and counts the rxe data path per QP: doorbells (rxe_post_send/recv), packets
+out and in (rxe_xmit_packet, rxe_rcv) and completions (rxe_cq_post); with
+--rxe-all also rxe's internal steps (task scheduling, requester, completer,
+responder), which cost more throughput (some ten probe hits per packet
+instead of two).
 
 flags:
 `)
@@ -127,10 +136,17 @@ flags:
 	if duration < 0 {
 		return fmt.Errorf("--duration must not be negative")
 	}
+	if *ringMiB < 0 || *ringMiB&(*ringMiB-1) != 0 || *ringMiB > 1<<10 {
+		return fmt.Errorf("--ring %d: want a power of two of MiB up to 1024 (e.g. 64)", *ringMiB)
+	}
+	o.RingBytes = *ringMiB << 20
 	ctx, cancel := withDuration(ctx, duration)
 	defer cancel()
 	return trace.Watch(ctx, o, stdout, stderr) // it checks o first
 }
+
+// rxeAllUsage is the --rxe-all flag of trace and record.
+const rxeAllUsage = "also count rxe's internal steps per QP (rxe_sched_task, rxe_run_task, rxe_requester, rxe_completer, rxe_responder, rxe_sender, rxe_receiver, rxe_comp_queue_pkt, rxe_resp_queue_pkt): some ten probe hits per packet instead of two, slowing a busy QP more"
 
 func runCapture(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o capture.RunOptions

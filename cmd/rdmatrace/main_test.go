@@ -13,6 +13,7 @@ func TestFlagErrors(t *testing.T) {
 	ctx := context.Background()
 	traceCmd := func(a []string) error { return runTrace(ctx, a, io.Discard, io.Discard) }
 	captureCmd := func(a []string) error { return runCapture(ctx, a, io.Discard, io.Discard) }
+	recordCmd := func(a []string) error { return runRecord(ctx, a, io.Discard) }
 	probesCmd := func(a []string) error { return runProbes(a, io.Discard, io.Discard) }
 	for _, tc := range []struct {
 		run  func([]string) error
@@ -30,6 +31,9 @@ func TestFlagErrors(t *testing.T) {
 		{captureCmd, []string{"-i", "lo", "--duration", "-1s"}, "must not be negative"},
 		{traceCmd, []string{"--summary", "--interval", "-1s"}, "must not be negative"},
 		{probesCmd, []string{"x"}, "takes no arguments"},
+		{traceCmd, []string{"--no-rxe", "--rxe-all"}, "does not go with --rxe-all"},
+		{traceCmd, []string{"--rxe-fentry", "--rxe-kprobes"}, "contradict each other"},
+		{recordCmd, []string{"-o", "x.rec", "--no-rxe", "--rxe-all"}, "does not go with --rxe-all"},
 	} {
 		err := tc.run(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -25,6 +25,7 @@ func runRecord(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&o.Comm, "c", "", "record only processes named `COMM` (at most 15 bytes, as in /proc/PID/comm)")
 	fs.StringVar(&o.Dev, "dev", "", "record only uverbs calls on RDMA device `DEV` (e.g. rxe0)")
 	fs.BoolVar(&o.NoRXE, "no-rxe", false, "do not probe the rxe data path")
+	fs.BoolVar(&o.RXEAll, "rxe-all", false, rxeAllUsage)
 	fs.DurationVar(&duration, "duration", 0, "stop after `D` (default: until Ctrl-C or SIGTERM)")
 	fs.BoolVar(&o.Quiet, "q", false, "do not list skipped probes")
 	fs.Usage = func() {

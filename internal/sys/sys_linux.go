@@ -50,19 +50,48 @@ func Write(fd int, b []byte) (int, error) { return unix.Write(fd, b) }
 // this thread's P runs nothing else for the length of the write, as with
 // a C program's doorbell.
 func RawWrite(fd int, b []byte) (int, error) {
+	if raceEnabled {
+		return unix.Write(fd, b)
+	}
+	return rawRW(unix.SYS_WRITE, fd, b)
+}
+
+// rawRW is read(2) or write(2) (trap) as a raw system call.
+func rawRW(trap uintptr, fd int, b []byte) (int, error) {
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
 	}
-	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(p), uintptr(len(b)))
+	n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(p), uintptr(len(b)))
 	if e != 0 {
 		return 0, e
 	}
 	return int(n), nil
 }
 
-// Read is read(2); event records of completion channels and async event fds.
-func Read(fd int, b []byte) (int, error) { return unix.Read(fd, b) }
+// RawRead is read(2) made without telling the Go scheduler (RawSyscall),
+// for descriptors that never block (O_NONBLOCK): the event records of
+// completion channels and async event fds, read once before a goroutine
+// parks on the netpoller and once after it wakes. Through the scheduler's
+// system call entry each such read wakes sysmon whenever every P had gone
+// idle (as all do while a ping-pong waits for its peer), and a woken
+// sysmon goes back to its 20 µs period: a futex wake-up, nanosleeps and
+// clock reads per message on machines where those are not cheap (see
+// RawWrite for the hand-off of the P it also risks).
+//
+// Under the race detector both go through x/sys/unix's Read and Write
+// (raceEnabled): their annotations, a release before each write and an
+// acquire after each read, are how the detector learns that what one
+// goroutine wrote before a write(2) is seen by the goroutine whose read(2)
+// followed it. Host tests play the kernel with goroutines (a fake CQ's
+// producer answers the arm's command with a completion and an event);
+// raw calls would hide that ordering from the detector.
+func RawRead(fd int, b []byte) (int, error) {
+	if raceEnabled {
+		return unix.Read(fd, b)
+	}
+	return rawRW(unix.SYS_READ, fd, b)
+}
 
 // Ioctl is ioctl(2) with a pointer argument (RDMA_VERBS_IOCTL). arg must point
 // to memory that stays valid and in place for the call.

@@ -24,7 +24,7 @@ func OpenNonblock(string) (int, error)           { return -1, errNotLinux }
 func Close(int) error                            { return errNotLinux }
 func Write(int, []byte) (int, error)             { return 0, errNotLinux }
 func RawWrite(int, []byte) (int, error)          { return 0, errNotLinux }
-func Read(int, []byte) (int, error)              { return 0, errNotLinux }
+func RawRead(int, []byte) (int, error)           { return 0, errNotLinux }
 func Ioctl(int, uint32, unsafe.Pointer) error    { return errNotLinux }
 func MmapShared(int, int64, int) ([]byte, error) { return nil, errNotLinux }
 func MmapAnon(int) ([]byte, error)               { return nil, errNotLinux }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,7 +70,11 @@ type Options struct {
 // wide or wider, within 40 minutes per topology), strace, cm and host runs.
 func DefaultOptions() Options {
 	return Options{
-		Options:    lab.Options{Kernel: lab.DefaultKernel, Timeout: 60 * time.Minute},
+		// The TSC clock source (lab.TSCArgs): both tools' clock reads are
+		// vDSO reads, and perftest's cycle calibration against
+		// gettimeofday fails about ten times less often than on HPET
+		// (2 of 111 runs against 20 of 122, docs/bench/short-6.1-2026-11-25-tsc).
+		Options:    lab.Options{Kernel: lab.DefaultKernel, Timeout: 60 * time.Minute, Append: slices.Clone(lab.TSCArgs)},
 		Topologies: []int{1, 2},
 		Tests:      []string{"write_bw", "read_bw", "send_bw", "write_lat", "send_lat", "read_lat", "atomic_lat"},
 		BWSizes:    []int{64, 4096, 65536},
@@ -96,8 +101,13 @@ func DefaultOptions() Options {
 // ShortOptions is the short mode, `rdmalab bench --short`: one VM, six
 // cases that cover the known gaps (write/send bandwidth at 64 B and 4 KiB,
 // write/send latency at 2 B), at least 4 and at most 10 repetitions within
-// a 4-minute budget, no strace, cm or host runs. About 6 minutes under TCG
-// on a quiet host; made to compare a change before and after.
+// a 4-minute budget, no strace, cm or host runs. Its loops are longer than
+// the full report's (16 MiB per bandwidth run up to 20,000 iterations,
+// 10,000 latency iterations: 0.1 to 0.6 s of measuring against about 2 s of
+// setup per run), which narrows the intervals more cheaply than more
+// repetitions would: 30 to 140 ms loops varied by ±10–40 % from one
+// repetition to the next. About 6 minutes under TCG on a quiet host; made
+// to compare a change before and after.
 func ShortOptions() Options {
 	o := DefaultOptions()
 	o.Timeout = 15 * time.Minute
@@ -108,6 +118,7 @@ func ShortOptions() Options {
 	o.Reps = 4
 	o.MaxReps = 10
 	o.Budget = 4 * time.Minute
+	o.BWBytes, o.MaxIters, o.LatIters = 16<<20, 20000, 10000
 	o.Syscalls, o.ConnSetup, o.HostBench = false, false, false
 	o.Short = true
 	o.OutDir = "out/bench-short"
@@ -193,17 +204,22 @@ type Report struct {
 	Perftest   string            `json:"perftest"`
 	HostCPU    string            `json:"host_cpu"`
 	ClockMHz   map[string]string `json:"clock_mhz"` // per node: cpuinfo rate perftest uses
-	Cases      []*benchCase      `json:"cases"`
-	Syscalls   []*syscallCase    `json:"syscalls,omitempty"`
-	Conn       []*connCase       `json:"conn_setup,omitempty"`
-	Host       []hostBench       `json:"host_bench,omitempty"`
-	Profiles   map[string]string `json:"profiles,omitempty"` // test -> pprof -top
-	Failures   []failure         `json:"failures,omitempty"`
-	Glitches   []glitch          `json:"reference_glitches,omitempty"`
-	Before     *Report           `json:"-"` // Options.Compare, read back
-	BeforeFile string            `json:"compared_with,omitempty"`
-	Elapsed    float64           `json:"elapsed_sec"`
-	Options    benchOptionsJSON  `json:"options"`
+	// Clocksource is the guest kernel's clock source per node (hpet, tsc):
+	// with hpet every clock_gettime is a system call, which Go's runtime
+	// makes far more often than perftest (see lab.TSCArgs).
+	Clocksource map[string]string `json:"clocksource,omitempty"`
+	KernelArgs  []string          `json:"kernel_args,omitempty"` // lab.Options.Append of the boots
+	Cases       []*benchCase      `json:"cases"`
+	Syscalls    []*syscallCase    `json:"syscalls,omitempty"`
+	Conn        []*connCase       `json:"conn_setup,omitempty"`
+	Host        []hostBench       `json:"host_bench,omitempty"`
+	Profiles    map[string]string `json:"profiles,omitempty"` // test -> pprof -top
+	Failures    []failure         `json:"failures,omitempty"`
+	Glitches    []glitch          `json:"reference_glitches,omitempty"`
+	Before      *Report           `json:"-"` // Options.Compare, read back
+	BeforeFile  string            `json:"compared_with,omitempty"`
+	Elapsed     float64           `json:"elapsed_sec"`
+	Options     benchOptionsJSON  `json:"options"`
 }
 
 type benchOptionsJSON struct {
@@ -266,7 +282,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	b := &bencher{o: o, log: o.Log, out: out, repo: cwd, port: 18700}
 	b.rep = &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
-		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{},
+		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{}, Clocksource: map[string]string{}, KernelArgs: o.Append,
 		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
 	}
 	if o.Compare != "" {
@@ -640,7 +656,8 @@ for f in $p/gids/*; do i=${f##*/}; g=$(cat $f 2>/dev/null); t=$(cat $p/gid_attrs
   case "$t/$g" in "RoCE v2/0000:0000:0000:0000:0000:ffff:"*) echo "gid=$i"; break;; esac
 done
 echo "dev=$d"; echo "addr=$RDMALAB_ADDR"; echo "peer=$RDMALAB_PEER"
-grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'`
+grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'
+echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"`
 	outs, err := b.step(func(int) string { return script }, 30*time.Second)
 	if err != nil {
 		return err
@@ -660,6 +677,7 @@ grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'`
 		}
 		b.gid[i], b.dev[i], b.addr[i] = kv["gid"], kv["dev"], kv["addr"]
 		b.rep.ClockMHz[fmt.Sprintf("%d node(s), node %d", b.nodes, i)] = kv["mhz"]
+		b.rep.Clocksource[fmt.Sprintf("%d node(s), node %d", b.nodes, i)] = kv["clocksource"]
 	}
 	return nil
 }
@@ -852,24 +870,6 @@ type glitch struct {
 // it is recorded in Report.Glitches, not as a failure.
 var errGlitch = errors.New("known glitch of the C tool")
 
-// cGlitches are known glitches of perftest under emulation: its
-// calibration of the cycle counter against gettimeofday fails its own
-// linearity check (get_cpu_mhz: "Correlation coefficient r^2: 0.47 < 0.9"),
-// after which it reports 0, inf, nan or nonsense for the whole run.
-var cGlitches = []*regexp.Regexp{
-	regexp.MustCompile(`Correlation coefficient r\^2: *[-\d.e+naif]+ *< *0\.9`),
-}
-
-// refGlitch returns the line of out that shows a known C-tool glitch, or "".
-func refGlitch(out string) string {
-	for _, re := range cGlitches {
-		if m := re.FindString(out); m != "" {
-			return m
-		}
-	}
-	return ""
-}
-
 // runChecked is runCase, with a reference run that hit a known glitch of
 // the C tool repeated up to Retries times (each try recorded in the
 // report's glitches). After that it returns errGlitch.
@@ -926,7 +926,7 @@ func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
 		if err != nil {
 			out = err.Error()
 		}
-		if g := refGlitch(out); g != "" {
+		if g := perf.PerftestGlitch(out); g != "" {
 			return nil, glitchError{g}
 		}
 	}

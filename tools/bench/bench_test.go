@@ -213,13 +213,14 @@ func TestBenchMarkdown(t *testing.T) {
 		"at most 12 in all, none started past 2400 s per topology) while its interval was 5 % wide or wider",
 		"| 1 node(s), send_lat 2 B, rep 3 | 2 | repeated, then measured | `Correlation coefficient r^2: 0.61 < 0.9` |",
 		"| 1 node(s), send_bw 64 B, rep 1 | 4 | given up: no pair for this repetition | `Correlation coefficient r^2: 0.47 < 0.9` |",
-		"go run ./cmd/rdmalab bench --kernel 6.1 --nodes 1,2 --reps 2 --max-reps 12 --ci-width 0.05",
+		"go run ./cmd/rdmalab bench --kernel 6.1 --append '' --nodes 1,2 --reps 2 --max-reps 12 --ci-width 0.05",
 		"lab: 0 heap allocations in 1200 operations over 12 measured loops",
 		"doorbells per post: at most 1.000",
 		"1 VM write_bw: rdmaperf 1.000/op vs ib_write_bw 1.000/op",
 		"| one VM (rxe loopback) | 150000 [–––] (n=2) | 190000 [–––] (n=2) | 0.79 |",
 		"| BenchmarkPostPoll/list1 | 281.3 | 281.3 | 0 | 0 |",
-		"go run ./cmd/rdmalab bench --kernel 6.1 --nodes 1,2 --reps 2",
+		"go run ./cmd/rdmalab bench --kernel 6.1 --append '' --nodes 1,2 --reps 2",
+		"| extra kernel parameters | none |",
 		"![bandwidth vs message size](bw.png)",
 	} {
 		if !strings.Contains(md, want) {
@@ -228,6 +229,26 @@ func TestBenchMarkdown(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(md)
+	}
+}
+
+func TestBenchMarkdownKernelArgs(t *testing.T) {
+	r := testReport()
+	r.KernelArgs = []string{"clocksource=tsc", "tsc=reliable"}
+	r.Clocksource = map[string]string{"1 node(s), node 0": "tsc", "2 node(s), node 1": "tsc"}
+	md := benchMarkdown(r)
+	for _, want := range []string{
+		"| guest clock source | 1 node(s), node 0: tsc; 2 node(s), node 1: tsc |",
+		"| extra kernel parameters | `clocksource=tsc tsc=reliable` |",
+		"go run ./cmd/rdmalab bench --kernel 6.1 --append 'clocksource=tsc tsc=reliable' --nodes 1,2",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	r.Options.Short = true
+	if md := benchMarkdown(r); !strings.Contains(md, "go run ./cmd/rdmalab bench --short --kernel 6.1 --append 'clocksource=tsc tsc=reliable'\n") {
+		t.Errorf("short report's reproduce line:\n%s", md)
 	}
 }
 
@@ -333,6 +354,18 @@ func TestShortOptions(t *testing.T) {
 	}
 	if got := strings.Join(names, ", "); got != "write_bw 64, write_bw 4096, send_bw 64, send_bw 4096, write_lat 2, send_lat 2" {
 		t.Errorf("short cases: %s", got)
+	}
+	// Its loops are longer than the full report's (the point of the short
+	// mode is a narrow interval in few minutes).
+	full := map[string]int{}
+	for _, c := range (&bencher{o: DefaultOptions()}).cases(1) {
+		full[fmt.Sprintf("%s %d", caseName(c), c.Size)] = c.Iters
+	}
+	for _, c := range (&bencher{o: o}).cases(1) {
+		name := fmt.Sprintf("%s %d", caseName(c), c.Size)
+		if c.Iters <= full[name] {
+			t.Errorf("short %s runs %d iterations, the full report %d: want more", name, c.Iters, full[name])
+		}
 	}
 }
 

@@ -225,7 +225,20 @@ func benchMarkdown(r *Report) string {
 		clocks = append(clocks, k+": "+v)
 	}
 	sort.Strings(clocks)
-	p("| guest clock (cpu MHz) | %s |\n| elapsed | %.0f s |\n\n", strings.Join(clocks, "; "), r.Elapsed)
+	p("| guest clock (cpu MHz) | %s |\n", strings.Join(clocks, "; "))
+	var sources []string
+	for k, v := range r.Clocksource {
+		sources = append(sources, k+": "+v)
+	}
+	sort.Strings(sources)
+	if len(sources) > 0 {
+		p("| guest clock source | %s |\n", strings.Join(sources, "; "))
+	}
+	args := "none"
+	if len(r.KernelArgs) > 0 {
+		args = "`" + strings.Join(r.KernelArgs, " ") + "`"
+	}
+	p("| extra kernel parameters | %s |\n| elapsed | %.0f s |\n\n", args, r.Elapsed)
 
 	p("## Goals\n\n")
 	p("| goal | result |\n|---|---|\n")
@@ -362,11 +375,17 @@ func benchMarkdown(r *Report) string {
 		p("\n")
 	}
 	kernel := strings.SplitN(r.Kernel, ".0-", 2)[0]
+	// The kernel parameters are always spelled out: the default differs
+	// between rdmalab's versions.
+	appendArg := "''"
+	if len(r.KernelArgs) > 0 {
+		appendArg = "'" + strings.Join(r.KernelArgs, " ") + "'"
+	}
 	if r.Options.Short {
-		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short --kernel %s\n```\n", kernel)
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short --kernel %s --append %s\n```\n", kernel, appendArg)
 	} else {
-		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s\n```\n",
-			kernel, joinInts(r.Topologies), r.Reps, r.Options.MaxReps, r.Options.CIWidth, strings.Join(r.Options.Tests, ","), joinInts(r.Options.BWSizes), joinInts(r.Options.LatSizes))
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --append %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s\n```\n",
+			kernel, appendArg, joinInts(r.Topologies), r.Reps, r.Options.MaxReps, r.Options.CIWidth, strings.Join(r.Options.Tests, ","), joinInts(r.Options.BWSizes), joinInts(r.Options.LatSizes))
 	}
 	return b.String()
 }

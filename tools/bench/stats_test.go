@@ -10,6 +10,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
@@ -114,27 +116,6 @@ func TestPairedRatiosAndNeedsMore(t *testing.T) {
 	}
 }
 
-func TestRefGlitch(t *testing.T) {
-	for _, out := range []string{
-		"Correlation coefficient r^2: 0.475514 < 0.9\n---\n Send BW Test",
-		"result 0 is not positive:\nCorrelation coefficient r^2: 0.892634 < 0.9\n",
-		"Correlation coefficient r^2: -nan < 0.9",
-	} {
-		if g := refGlitch(out); !strings.HasPrefix(g, "Correlation coefficient r^2:") {
-			t.Errorf("%q: no glitch found", out)
-		}
-	}
-	for _, out := range []string{
-		" 2       500          10.70          3893.00      10.90",
-		"Couldn't connect to 10.77.0.1:18701",
-		"Correlation coefficient r^2: 0.95",
-	} {
-		if g := refGlitch(out); g != "" {
-			t.Errorf("%q: glitch %q", out, g)
-		}
-	}
-}
-
 // fakeRuns plays the lab: figures per (case, tool) in order, an error
 // string to return instead where the figure is negative.
 type fakeRuns struct {
@@ -149,7 +130,7 @@ func (f *fakeRuns) run(c *benchCase, tool string, rep int) (*sample, error) {
 	if e := f.errs[k]; len(e) > 0 {
 		f.errs[k] = e[1:]
 		if e[0] != "" {
-			if g := refGlitch(e[0]); g != "" && tool == "C" {
+			if g := perf.PerftestGlitch(e[0]); g != "" && tool == "C" {
 				return nil, glitchError{g}
 			}
 			return nil, errors.New(e[0])

@@ -25,22 +25,23 @@ import (
 )
 
 // demoScript is what each node runs in the demo: node 0 serves ib_write_bw
-// and then `rdmacp recv --once` into the guest's own tmpfs; node 1 makes a
+// while it runs `rdmacp recv --once` into the guest's own tmpfs; node 1 makes a
 // random file, measures ib_write_bw against node 0 at rdmacp's slot size
 // and sends the file with rdmacp. Lines starting "DEMO " are the facts
 // Run checks afterwards; the rest is narration.
 const demoScript = `set -e
 SZ=$DEMO_SLOT
+T=${DEMO_TMP:-/tmp} # the node's own tmpfs (a host test gives each fake node its own)
 rec=
 # With DEMO_RDMATRACE set, rdmatrace records rdmacp's calls and the RoCEv2
 # packets on this node into $DEMO_REC/nodeN.rec for the timeline page.
 start_record() {
   [ -n "$DEMO_RDMATRACE" ] || return 0
-  "$DEMO_RDMATRACE" record -q -c rdmacp -i "$RDMALAB_NETDEV" --node "node$RDMALAB_NODE" -o "$DEMO_REC/node$RDMALAB_NODE.rec" 2>/tmp/rec.err &
+  "$DEMO_RDMATRACE" record -q -c rdmacp -i "$RDMALAB_NETDEV" --node "node$RDMALAB_NODE" -o "$DEMO_REC/node$RDMALAB_NODE.rec" 2>$T/rec.err &
   rec=$!
   i=0
-  until grep -q 'recording to' /tmp/rec.err; do
-    i=$((i+1)); [ $i -lt 300 ] || { echo "rdmatrace record did not start:"; cat /tmp/rec.err; exit 1; }
+  until grep -q 'recording to' $T/rec.err; do
+    i=$((i+1)); [ $i -lt 300 ] || { echo "rdmatrace record did not start:"; cat $T/rec.err; exit 1; }
     sleep 0.2
   done
   echo "== rdmatrace record: rdmacp's calls and the RoCEv2 packets on $RDMALAB_NETDEV"
@@ -49,38 +50,54 @@ stop_record() {
   [ -n "$rec" ] || return 0
   sleep 1
   kill -INT "$rec"
-  wait "$rec" || { echo "rdmatrace record failed:"; cat /tmp/rec.err; exit 1; }
-  echo "DEMO recorded $(tail -1 /tmp/rec.err)"
+  wait "$rec" || { echo "rdmatrace record failed:"; cat $T/rec.err; exit 1; }
+  echo "DEMO recorded $(tail -1 $T/rec.err)"
 }
 if [ "$RDMALAB_NODE" = 0 ]; then
   echo "== rxe device: $(ibv_devinfo -d "$RDMALAB_DEV" | grep -E 'hca_id|transport|state|active_mtu' | tr -s ' \t' ' ' | tr '\n' ';')"
   echo "== ib_write_bw server on $RDMALAB_ADDR ($SZ-byte RDMA Writes)"
-  ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" >/tmp/bw.txt 2>&1 || { cat /tmp/bw.txt; exit 1; }
-  dst=/tmp/rdmacp-demo
+  # Up to 3 runs in the background, stopped once rdmacp's file is in: a
+  # client whose run ends in perftest's own timing-check glitch under
+  # emulation ("Correlation coefficient r^2 < 0.9", no figures) tries again.
+  serve_bw() {
+    for t in 1 2 3; do
+      [ ! -e $T/bw.stop ] || exit 0
+      ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" >$T/bw.txt 2>&1 ||
+        { [ -e $T/bw.stop ] || { echo "ib_write_bw server failed:"; cat $T/bw.txt; }; exit 1; }
+    done
+  }
+  rm -f $T/bw.stop
+  serve_bw &
+  bwsrv=$!
+  dst=$T/rdmacp-demo
   mkdir -p "$dst"
   echo "== rdmacp recv --once into $dst (node 0's tmpfs), listening on $RDMALAB_ADDR:18620"
   start_record
-  "$DEMO_RDMACP" recv --once --json --slot-size "$SZ" --listen "$RDMALAB_ADDR:18620" "$dst" >/tmp/recv.json
+  "$DEMO_RDMACP" recv --once --json --slot-size "$SZ" --listen "$RDMALAB_ADDR:18620" "$dst" >$T/recv.json
   stop_record
-  echo "DEMO recv-json $(cat /tmp/recv.json)"
+  touch $T/bw.stop
+  i=0
+  while kill -0 $bwsrv 2>/dev/null && [ $i -lt 100 ]; do pkill -P $bwsrv -x ib_write_bw || true; sleep 0.1; i=$((i+1)); done
+  wait $bwsrv || true
+  echo "DEMO recv-json $(cat $T/recv.json)"
   echo "DEMO recv-rehash $(sha256sum "$dst/demo.bin" | cut -d' ' -f1)"
   echo "DEMO recv-size $(stat -c %s "$dst/demo.bin")"
 else
-  head -c "$DEMO_BYTES" /dev/urandom >/tmp/demo.bin
-  echo "DEMO send-file-sha256 $(sha256sum /tmp/demo.bin | cut -d' ' -f1)"
+  head -c "$DEMO_BYTES" /dev/urandom >$T/demo.bin
+  echo "DEMO send-file-sha256 $(sha256sum $T/demo.bin | cut -d' ' -f1)"
   echo "== ib_write_bw $RDMALAB_ADDR -> $RDMALAB_PEER"
   ok=
   for try in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
     sleep 1
-    if ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" "$RDMALAB_PEER" >/tmp/bw.txt 2>&1; then ok=1; break; fi
+    if ib_write_bw -d "$RDMALAB_DEV" -x 1 -F -p 18516 -s "$SZ" -n "$DEMO_ITERS" "$RDMALAB_PEER" >$T/bw.txt 2>&1; then ok=1; break; fi
   done
-  [ -n "$ok" ] || { cat /tmp/bw.txt; exit 1; }
-  echo "DEMO bw $(grep -E "^ *$SZ " /tmp/bw.txt | head -1)"
-  echo "== rdmacp send /tmp/demo.bin ($DEMO_BYTES random bytes) -> $RDMALAB_PEER:18620"
+  [ -n "$ok" ] || { cat $T/bw.txt; exit 1; }
+  echo "DEMO bw $(grep -E "^ *$SZ " $T/bw.txt | head -1)"
+  echo "== rdmacp send $T/demo.bin ($DEMO_BYTES random bytes) -> $RDMALAB_PEER:18620"
   start_record
-  "$DEMO_RDMACP" send --json --wait 60s --slot-size "$SZ" /tmp/demo.bin "$RDMALAB_PEER:18620" >/tmp/send.json
+  "$DEMO_RDMACP" send --json --wait 60s --slot-size "$SZ" $T/demo.bin "$RDMALAB_PEER:18620" >$T/send.json
   stop_record
-  echo "DEMO send-json $(cat /tmp/send.json)"
+  echo "DEMO send-json $(cat $T/send.json)"
 fi`
 
 // demoFacts are the DEMO lines of both nodes.

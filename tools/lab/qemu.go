@@ -45,6 +45,9 @@ type Options struct {
 	CPU      string        // QEMU -cpu model under TCG (default TCGCPU, or $RDMALAB_CPU)
 	Log      io.Writer     // progress and diagnostics (default os.Stderr)
 	Verbose  bool          // also copy the guests' consoles and init logs to Log
+	// Append are extra kernel parameters for every guest, after the lab's
+	// own (see CheckKernelArgs), such as TSCArgs. None by default.
+	Append []string
 }
 
 // TCGCPU is the CPU model the lab emulates under TCG: QEMU's "max".
@@ -188,6 +191,9 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	if opts.Log == nil {
 		opts.Log = os.Stderr
 	}
+	if err := CheckKernelArgs(opts.Append); err != nil {
+		return nil, err
+	}
 	if err := hostErr(); err != nil {
 		return nil, err
 	}
@@ -296,31 +302,10 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		shares = append(shares, labproto.Share{Tag: "share" + strconv.Itoa(i), Path: s})
 	}
 	for i := 0; i < n; i++ {
-		args := []string{
-			"-nodefaults", "-nographic", "-no-reboot", "-no-user-config", "-monitor", "none",
-			"-m", strconv.Itoa(l.opts.MemoryMB), "-smp", strconv.Itoa(smp),
-			"-kernel", l.Kernel.Vmlinuz, "-initrd", initrd,
-			"-append", "console=ttyS0 quiet panic=-1",
-			"-serial", "stdio",
-			"-chardev", "socket,id=ctl,path=" + filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i)),
-			"-serial", "chardev:ctl",
-			"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-		}
-		if accel == "kvm" {
-			args = append(args, "-accel", "kvm", "-cpu", "host")
-		} else {
-			args = append(args, "-accel", "tcg,thread=multi", "-cpu", l.tcgCPU())
-		}
-		for _, s := range shares {
-			args = append(args, "-virtfs", "local,path="+s.Path+",mount_tag="+s.Tag+",security_model=none,multidevs=remap")
-		}
+		args := l.qemuArgs(i, smp, initrd, accel, shares)
 		var extra []*os.File
-		if n == 1 {
-			args = append(args, "-nic", "none")
-		} else {
+		if n == 2 {
 			extra = []*os.File{wire[i]} // fd 3 in QEMU
-			args = append(args, "-netdev", "socket,id=n0,fd=3",
-				"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
 		}
 		if _, err := l.startNode(ctx, qemu, i, args, extra); err != nil {
 			return err
@@ -337,6 +322,36 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// qemuArgs are node i's QEMU arguments: smp vCPUs, the lab kernel with
+// initrd and the kernel command line of kernelCmdline, the console on
+// stdio, the control port, the host's root (read-only) and shares, and on
+// two nodes the wire as fd 3.
+func (l *Lab) qemuArgs(i, smp int, initrd, accel string, shares []labproto.Share) []string {
+	args := []string{
+		"-nodefaults", "-nographic", "-no-reboot", "-no-user-config", "-monitor", "none",
+		"-m", strconv.Itoa(l.opts.MemoryMB), "-smp", strconv.Itoa(smp),
+		"-kernel", l.Kernel.Vmlinuz, "-initrd", initrd,
+		"-append", kernelCmdline(l.opts.Append),
+		"-serial", "stdio",
+		"-chardev", "socket,id=ctl,path=" + filepath.Join(l.tmp, fmt.Sprintf("ctl%d.sock", i)),
+		"-serial", "chardev:ctl",
+		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+	}
+	if accel == "kvm" {
+		args = append(args, "-accel", "kvm", "-cpu", "host")
+	} else {
+		args = append(args, "-accel", "tcg,thread=multi", "-cpu", l.tcgCPU())
+	}
+	for _, s := range shares {
+		args = append(args, "-virtfs", "local,path="+s.Path+",mount_tag="+s.Tag+",security_model=none,multidevs=remap")
+	}
+	if l.opts.Nodes == 1 {
+		return append(args, "-nic", "none")
+	}
+	return append(args, "-netdev", "socket,id=n0,fd=3",
+		"-device", fmt.Sprintf("virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:77:00:%02x", i+1))
 }
 
 func (l *Lab) startNode(ctx context.Context, qemu string, i int, args []string, extra []*os.File) (*node, error) {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +155,65 @@ func TestAdopt(t *testing.T) {
 	h.QPs = 0
 	if err := srv.adopt(h); err == nil {
 		t.Error("zero QPs adopted")
+	}
+}
+
+// A run takes one P unless GOMAXPROCS is set (loopProcs says why).
+func TestLoopProcs(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	if n := loopProcs(); n != 1 {
+		t.Errorf("GOMAXPROCS unset: loopProcs %d, want 1", n)
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	if n := loopProcs(); n != 3 {
+		t.Errorf("GOMAXPROCS=3: loopProcs %d, want 3 (the user's setting)", n)
+	}
+}
+
+// TestPtGoneAtClosing: the rdmaperf client's failure in a two-node lab run
+// whose perftest server (send_bw) exited before the closing barrier.
+func TestPtGoneAtClosing(t *testing.T) {
+	gone := errors.New("exit status 1: rdmaperf: perftest exchange, closing: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer")
+	if !ptGoneAtClosing(gone) {
+		t.Errorf("not taken: %v", gone)
+	}
+	for _, s := range []string{
+		"exit status 1: rdmaperf: perftest exchange, closing: the peer sent \"oops\", want \"done\"",
+		"exit status 1: rdmaperf: perftest exchange, keys: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer",
+		"exit status 1: rdmaperf: perftest exchange, closing: timed out",
+	} {
+		if ptGoneAtClosing(errors.New(s)) {
+			t.Errorf("taken: %s", s)
+		}
+	}
+}
+
+// TestPerftestGlitch tells perftest's own timing-check failure (outputs
+// seen in lab runs of the bench, TestLabPerftestQPs and
+// TestLabStraceAgrees) from real failures.
+func TestPerftestGlitch(t *testing.T) {
+	for _, out := range []string{
+		"Correlation coefficient r^2: 0.718137 < 0.9\nCan't produce a report\n Send BW Test\n",
+		"Correlation coefficient r^2: 0.475514 < 0.9\n---\n Send BW Test",
+		"result 0 is not positive:\nCorrelation coefficient r^2: 0.892634 < 0.9\n",
+		"Correlation coefficient r^2: -nan < 0.9",
+		"Correlation coefficient r^2: 0.770424 < 0.9\nCan't produce a report\n----\n RDMA_Write BW Test\n",
+	} {
+		if g := PerftestGlitch(out); !strings.HasPrefix(g, "Correlation coefficient r^2:") || strings.Contains(g, "\n") {
+			t.Errorf("%q: glitch %q, want its line", out, g)
+		}
+	}
+	for _, out := range []string{
+		"",
+		" 2       500          10.70          3893.00      10.90",
+		"Couldn't connect to 10.77.0.1:18753\n",
+		"Correlation coefficient r^2: 0.95\n",
+		"Failed status local QP operation error\n",
+	} {
+		if g := PerftestGlitch(out); g != "" {
+			t.Errorf("%q: glitch %q", out, g)
+		}
 	}
 }

@@ -118,6 +118,17 @@ func checkPtReport(t *testing.T, test string, server bool, out []byte) {
 	}
 }
 
+// ptGoneAtClosing reports whether rdmaperf failed only because its perftest
+// peer went away before the closing barrier (reset or EOF): a perftest
+// server that fails its timing check when it reports (PerftestGlitch)
+// exits before that barrier. With two nodes the client cannot see the
+// server's output; the server's own side checks it.
+func ptGoneAtClosing(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "perftest exchange, closing:") &&
+		(strings.Contains(s, "connection reset by peer") || strings.Contains(s, "EOF"))
+}
+
 func TestLabPerftestInterop(t *testing.T) {
 	ptInterop(t, ptPairs, nil, 18700)
 }
@@ -179,6 +190,10 @@ func ptInterop(t *testing.T, pairs []struct {
 					e.RunRoles(t, func() error {
 						out, err := perftestTool(t, ctx, tool, cargs...)
 						switch {
+						case err != nil && PerftestGlitch(out) != "":
+							t.Logf("%s (server) failed its own timing check (a known perftest glitch under TCG), after the exchange and the run: %v", tool, err)
+							checkPtSettings(t, tool+" (server)", out, rdmacm, qps)
+							err = nil
 						case err != nil:
 						case p.test == "read_lat" || p.test == "atomic_lat":
 							// A passive server: it prints the addresses and
@@ -195,6 +210,12 @@ func ptInterop(t *testing.T, pairs []struct {
 						out, err := labtest.Retry(ctx, retryable, func() ([]byte, error) {
 							return rdmaperf(ctx, append(rargs, e.Peer))
 						})
+						if err != nil && ptGoneAtClosing(err) {
+							// The server's side above fails the test unless
+							// the server failed only its timing check.
+							t.Logf("rdmaperf client: %v: the perftest server left before the closing barrier, as it does when it fails its own timing check while reporting", err)
+							return nil
+						}
 						if err != nil {
 							return fmt.Errorf("rdmaperf client: %w", err)
 						}
@@ -213,8 +234,14 @@ func ptInterop(t *testing.T, pairs []struct {
 					return nil
 				}, func() error {
 					out, err := perftestTool(t, ctx, tool, append(cargs, e.Peer)...)
-					if err == nil {
+					switch {
+					case err == nil:
 						checkC(tool+" (client)", out)
+					case PerftestGlitch(out) != "":
+						// The run itself happened: check what it says it ran.
+						t.Logf("%s (client) failed its own timing check (a known perftest glitch under TCG), after the exchange and the run: %v", tool, err)
+						checkPtSettings(t, tool+" (client)", out, rdmacm, qps)
+						err = nil
 					}
 					return err
 				})

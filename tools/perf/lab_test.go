@@ -145,6 +145,9 @@ func decodeReport(t *testing.T, b []byte) *Report {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, b)
 	}
+	if os.Getenv("GOMAXPROCS") == "" && r.Procs != 1 {
+		t.Errorf("%s %s ran with GOMAXPROCS %d, want 1 (loopProcs)", r.Test, r.Role, r.Procs)
+	}
 	return &r
 }
 

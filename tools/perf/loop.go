@@ -29,6 +29,15 @@ const pollBatch = 16
 // spinCheck is how many spins pass between looks at the stop conditions.
 const spinCheck = 1024
 
+// idleCheck is how many empty polls of a bandwidth loop pass between calls
+// to yield (the client's posts yield on their own, as they stamp the clock
+// anyway). yield reads the cycle counter, which under TCG is a helper call
+// costing more than the poll itself: read on every empty poll it took 41 %
+// of send_bw's receiver (the pprof profile in
+// docs/bench/short-6.1-2026-11-24), halving its polling rate. perftest's
+// loops read no clock while they poll.
+const idleCheck = 64
+
 // stopped reports whether the loop must end: the context is done, or a
 // control message arrived.
 func (s *session) stopped() bool {
@@ -59,6 +68,24 @@ func settle() {
 	}
 }
 
+// newStamps allocates n time stamps and touches every page of them, so
+// that the measured loop that fills them takes no page fault. Fresh heap
+// memory is mapped but not yet backed: the first write to each page
+// faults, and with transparent huge pages (the lab's guests: "always") a
+// fault in Go's 2 MiB-aligned heap may clear a whole 2 MiB page,
+// milliseconds under TCG, in the middle of the loop. perftest's stamp
+// arrays come from malloc, an mmap of their own size. Measured in
+// docs/bench/gap-6.1-2026-11-24: fewer gaps over 1 ms between posts, no
+// bandwidth change beyond the noise.
+func newStamps(n int) []int64 {
+	s := make([]int64, n)
+	const perPage = 4096 / 8
+	for i := 0; i < n; i += perPage {
+		s[i] = 0
+	}
+	return s
+}
+
 // yieldEvery is how often the loops give the scheduler a turn: just inside
 // the runtime's 10 ms forced-preemption limit. RDMAPERF_YIELD overrides it
 // (a Go duration; 0 turns yielding off).
@@ -73,16 +100,37 @@ var yieldEvery = func() time.Duration {
 // reschedules is preempted by force after 10 ms (sysmon's retake: a signal
 // and a trip through the scheduler; the doorbell write(2) is a raw system
 // call, sys.RawWrite, so sysmon never takes the P itself). A voluntary turn
-// costs less, but not nothing (Gosched wakes an idle thread to look for
-// work), hence the long period.
-func (s *session) yield() {
-	if s.yieldTicks == 0 {
-		return
-	}
-	if now := ticks(); now >= s.yieldAt {
+// costs less, but not nothing (Gosched wakes a thread for an idle P, of
+// which loopProcs leaves none by default), hence the long period.
+func (s *session) yield() { s.yieldStamp() }
+
+// yieldStamp is yield for the places that stamp the clock anyway (each
+// latency iteration, each bandwidth post): it returns the cycle counter read
+// after the turn (if any), so they read the clock once, as perftest's do.
+func (s *session) yieldStamp() int64 {
+	now := ticks()
+	if s.yieldTicks != 0 && now >= s.yieldAt {
 		runtime.Gosched()
-		s.yieldAt = ticks() + s.yieldTicks
+		now = ticks()
+		s.yieldAt = now + s.yieldTicks
 	}
+	return now
+}
+
+// loopProcs is the GOMAXPROCS a run takes: 1, unless the GOMAXPROCS
+// environment variable says otherwise. The measured loop is one goroutine
+// that never blocks; a second P only gives runtime.Gosched (yield) an idle P
+// to wake a thread for (goschedImpl calls wakep), and that thread, woken
+// every yieldEvery to find nothing to do, takes a CPU from the peer's
+// process or this one's loop (a one-VM run has two busy-polling processes on
+// two vCPUs). With one P the control goroutine runs at the loop's yields
+// (sysmon polls the network at least every 10 ms), which only delays the
+// peer's done message, outside the measurement.
+func loopProcs() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 1
 }
 
 // Phases of a -D run: warm-up, sample, cool-down (perftest's START_STATE,
@@ -289,11 +337,11 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 	ph := newPhaser(s)
 	var posted, completed []int64
 	if !ph.on {
-		posted, completed = make([]int64, tot), make([]int64, tot)
+		posted, completed = newStamps(int(tot)), newStamps(int(tot))
 	}
 	scnt, ccnt := make([]uint64, q), make([]uint64, q)
 	wcs := make([]uverbs.WC, pollBatch)
-	var totS, totC, posts, polls uint64
+	var totS, totC, posts, polls, idle uint64
 	m := s.startMeasure()
 	for {
 		if ph.on {
@@ -314,8 +362,12 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 						list[0].Flags &^= uverbs.SendSignaled
 					}
 				}
+				// A post is a system call, and a busy client may post for
+				// longer than the preemption limit between two empty
+				// polls: the posts take their turn too.
+				now := s.yieldStamp()
 				if !ph.on {
-					posted[totS] = ticks()
+					posted[totS] = now
 				}
 				if err := s.eps[i].qp.PostSend(list...); err != nil {
 					return nil, fmt.Errorf("post send on QP %d after %d: %w", i, scnt[i], err)
@@ -325,8 +377,9 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 				totS += L
 			}
 		}
+		n := 0
 		if totC < totS {
-			n := s.scq.Poll(wcs)
+			n = s.scq.Poll(wcs)
 			polls++
 			for k := 0; k < n; k++ {
 				wc := &wcs[k]
@@ -345,7 +398,11 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 		if s.stopped() {
 			return nil, s.stopErr()
 		}
-		s.yield()
+		if n == 0 {
+			if idle++; idle%idleCheck == 0 {
+				s.yield()
+			}
+		}
 	}
 	if ph.on {
 		// Unsignaled requests may still be in flight: one signaled request
@@ -393,6 +450,7 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 		}
 	}
 	d := m.finish()
+	s.dumpStamps(size, posted, completed)
 	r := &SizeResult{Size: size, Ops: totS, Posts: posts, Polls: polls, Counts: scnt}
 	d.set(r)
 	var bw BWStats
@@ -440,7 +498,7 @@ func (s *session) bwRecv(size int) (*SizeResult, *message, error) {
 		recvs[i] = s.recvWR(i)
 	}
 	wcs := make([]uverbs.WC, pollBatch)
-	var got, polls uint64
+	var got, polls, idle uint64
 	var first, last int64
 	var done *message
 	m := s.startMeasure()
@@ -465,10 +523,14 @@ func (s *session) bwRecv(size int) (*SizeResult, *message, error) {
 				return nil, nil, fmt.Errorf("post recv: %w", err)
 			}
 		}
-		if n == 0 {
-			s.yield()
+		if n != 0 {
+			continue
 		}
-		if n == 0 && s.stopped() {
+		if idle++; idle%idleCheck != 0 {
+			continue
+		}
+		s.yield()
+		if s.stopped() {
 			if s.abort.Load() {
 				return nil, nil, errStopped
 			}
@@ -614,7 +676,7 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 	ph := newPhaser(s)
 	var stamps []int64
 	if !ph.on {
-		stamps = make([]int64, iters)
+		stamps = newStamps(int(iters))
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt, rcnt, ccnt, posts uint64
@@ -634,9 +696,9 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 			}
 		}
 		if ph.on || scnt < iters {
-			s.yield()
+			now := s.yieldStamp()
 			if !ph.on {
-				stamps[scnt] = ticks()
+				stamps[scnt] = now
 			}
 			scnt++
 			post[size-1] = byte(scnt)
@@ -672,7 +734,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 	ph := newPhaser(s)
 	var stamps []int64
 	if !ph.on {
-		stamps = make([]int64, iters)
+		stamps = newStamps(int(iters))
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt, rcnt, posts uint64
@@ -694,9 +756,9 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 			}
 		}
 		if ph.on || scnt < iters {
-			s.yield()
+			now := s.yieldStamp()
 			if !ph.on {
-				stamps[scnt] = ticks()
+				stamps[scnt] = now
 			}
 			scnt++
 			signal := scnt%cqMod == 0 || (!ph.on && scnt == iters)
@@ -746,7 +808,7 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 	ph := newPhaser(s)
 	var stamps []int64
 	if !ph.on {
-		stamps = make([]int64, iters)
+		stamps = newStamps(int(iters))
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt uint64
@@ -755,9 +817,9 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 		if ph.on && ph.tick() {
 			break
 		}
-		s.yield()
+		now := s.yieldStamp()
 		if !ph.on {
-			stamps[scnt] = ticks()
+			stamps[scnt] = now
 		}
 		scnt++
 		if err := e.qp.PostSend(wr...); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/rdmago/rdmago/tools/perf/ptwire"
@@ -27,6 +28,22 @@ const ptHelloWait = 30 * time.Second
 // ptCacheLine is the cache line size this side announces (perftest reads
 // the CPU's, 64 on the lab's).
 const ptCacheLine = 64
+
+// ptGlitch is perftest's calibration of its cycle counter against
+// gettimeofday failing its own linearity check (get_clock.c,
+// sample_get_cpu_mhz), which happens now and then under emulation (TCG).
+var ptGlitch = regexp.MustCompile(`Correlation coefficient r\^2: *[-\d.e+naif]+ *< *0\.9`)
+
+// PerftestGlitch returns the line of a perftest program's output that shows
+// its known glitch under emulation, or "" if there is none: its
+// cycle-counter calibration failed its own check ("Correlation coefficient
+// r^2: 0.47 < 0.9"), after which it prints "Can't produce a report" and
+// exits 1, or reports 0, inf or nonsense. perftest calibrates when it
+// reports, after the exchange and the measured run: its peer did its part
+// and its calls were made; only its figures are lost.
+func PerftestGlitch(out string) string {
+	return ptGlitch.FindString(out)
+}
 
 // runPerftest runs one side of a test against a perftest program.
 func (s *session) runPerftest(ctx context.Context) (*Report, error) {

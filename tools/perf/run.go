@@ -65,7 +65,11 @@ type Report struct {
 
 // Run runs cfg: the server when cfg.Host is empty, else the client. The
 // table (or with JSON, the document) goes to stdout, notes to stderr.
+// While it runs the process has GOMAXPROCS 1 unless the GOMAXPROCS
+// environment variable is set (loopProcs says why); Run restores the old
+// value when it returns.
 func Run(ctx context.Context, cfg *Config, stdout, stderr io.Writer) (err error) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(loopProcs()))
 	var prof *os.File
 	if cfg.CPUProfile != "" {
 		// The profile starts with the first measured loop (startMeasure)

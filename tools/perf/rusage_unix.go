@@ -13,5 +13,5 @@ func getRusage() rusage {
 		return rusage{}
 	}
 	tv := func(t unix.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return rusage{vcsw: uint64(ru.Nvcsw), ivcsw: uint64(ru.Nivcsw), user: tv(ru.Utime), sys: tv(ru.Stime)}
+	return rusage{vcsw: uint64(ru.Nvcsw), ivcsw: uint64(ru.Nivcsw), minflt: uint64(ru.Minflt), user: tv(ru.Utime), sys: tv(ru.Stime)}
 }

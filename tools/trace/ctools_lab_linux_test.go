@@ -3,17 +3,21 @@
 package trace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/tools/perf"
 )
 
 // cToolRun is a traced run of a C program's server and client.
@@ -28,22 +32,89 @@ type cToolRun struct {
 // returns every record of theirs with their outputs.
 func traceCTool(t *testing.T, comm string, server, client func(ctx context.Context) *exec.Cmd) cToolRun {
 	t.Helper()
-	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	return cTool{comm: comm, server: server, client: client}.trace(t)
+}
 
-	srv := server(ctx)
-	var sout strings.Builder
-	srv.Stdout, srv.Stderr = &sout, &sout
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+// cTool is a C program run for traceCTool: a server and a client, or a
+// client alone.
+type cTool struct {
+	comm           string // both processes' command name, the tracer's filter
+	server, client func(ctx context.Context) *exec.Cmd
+	// stays: the server serves until stopped (rcopy, cmtime); a second
+	// after the client is done it is stopped (SIGTERM, see stop), and its
+	// exit status is not checked.
+	stays bool
+	// timeout bounds the whole run (3 minutes when 0).
+	timeout time.Duration
+}
+
+// trace runs c.server (if any), then (after the server had time to
+// listen, retrying) c.client, under a tracer filtered on c.comm, and
+// returns every record of theirs with their outputs.
+func (c cTool) trace(t *testing.T) cToolRun {
+	t.Helper()
+	comm := c.comm
+	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true})
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.timeout, 3*time.Minute))
+	defer cancel()
+	// Read while the programs run (perftest makes thousands of calls, more
+	// than the ring holds): once both have exited every record of theirs
+	// is in the ring (a process's last calls, closing its files, end
+	// before its parent sees it exit), so the reader stops when the ring
+	// has then been empty for a second.
+	exited := make(chan struct{})
+	type readResult struct {
+		recs [][]byte
+		err  error
 	}
-	defer srv.Process.Kill()
+	read := make(chan readResult, 1)
+	go func() {
+		var r readResult
+		for {
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+			rec, err := tr.ReadRecord(rctx)
+			rcancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				select {
+				case <-exited:
+					read <- r
+					return
+				default:
+					continue
+				}
+			}
+			if err != nil {
+				r.err = err
+				read <- r
+				return
+			}
+			r.recs = append(r.recs, rec)
+		}
+	}()
+
+	var srv *exec.Cmd
+	var sout strings.Builder
+	if c.server != nil {
+		srv = c.server(ctx)
+		srv.Stdout, srv.Stderr = &sout, &sout
+		srv.WaitDelay = 5 * time.Second // a killed strace leaves its tracee holding the output
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Process.Kill()
+	}
 	var cout []byte
 	var err error
+	glitched := false // the client failed perftest's timing check only
 	for try := 0; ; try++ {
-		time.Sleep(2 * time.Second) // the server needs time to listen under TCG
-		cout, err = client(ctx).CombinedOutput()
+		if srv != nil {
+			time.Sleep(2 * time.Second) // the server needs time to listen under TCG
+		}
+		cl := c.client(ctx)
+		cl.WaitDelay = 5 * time.Second
+		cout, err = cl.CombinedOutput()
+		glitched = err != nil && perf.PerftestGlitch(string(cout)) != ""
+		err = glitchedRun(t, comm+" client", err, string(cout))
 		if err == nil || try == 4 {
 			break
 		}
@@ -52,24 +123,29 @@ func traceCTool(t *testing.T, comm string, server, client func(ctx context.Conte
 	if err != nil {
 		t.Fatalf("%s client: %v\n%s", comm, err, cout)
 	}
-	if err := srv.Wait(); err != nil {
-		t.Fatalf("%s server: %v\n%s", comm, err, sout.String())
+	if srv != nil {
+		if c.stays {
+			time.Sleep(time.Second) // its part of the client's disconnection
+			stop(t, srv.Process.Pid)
+			err := srv.Wait()
+			t.Logf("%s server stopped: %v", comm, err)
+		} else if err := glitchedRun(t, comm+" server", srv.Wait(), sout.String()); err != nil && glitched {
+			// The client gave up before the exchange that ends the
+			// run ("Failed to exchange data between server and
+			// clients"): the server's calls were made all the same.
+			t.Logf("%s server: %v after its client failed its timing check; its calls are checked as made", comm, err)
+		} else if err != nil {
+			t.Fatalf("%s server: %v\n%s", comm, err, sout.String())
+		}
 	}
 
 	run := cToolRun{out: sout.String() + "--- client\n" + string(cout)}
-	// Both programs have exited, so every record of theirs is in the ring
-	// (a process's last calls, closing its files, end before its parent
-	// sees it exit): read until the ring has been empty for a second.
-	for {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		rec, err := tr.ReadRecord(rctx)
-		rcancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	close(exited)
+	r := <-read
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, rec := range r.recs {
 		e, err := DecodeEvent(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -81,9 +157,52 @@ func traceCTool(t *testing.T, comm string, server, client func(ctx context.Conte
 		t.Errorf("lost %d+%d events, %v", ring, infl, err)
 	}
 	lines := goldenLines(run.evs)
+	if len(lines) > 400 { // perftest's thousands of queries
+		lines = append(lines[:400:400], fmt.Sprintf("... %d more", len(lines)-400))
+	}
 	t.Logf("%s: %d events:\n  %s", comm, len(run.evs), strings.Join(lines, "\n  "))
 	t.Logf("%s printed:\n%s", comm, run.out)
 	return run
+}
+
+// stop sends SIGTERM to the children of process pid, the program strace
+// runs, or to pid itself when it has none. Stopping strace instead would
+// leave the program running detached, its call blocked in the kernel
+// (rdma_get_cm_event's write) shown by strace as unfinished and never
+// returning for the tracer to see.
+func stop(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := strings.Fields(string(b))
+	if len(kids) == 0 {
+		kids = []string{fmt.Sprint(pid)}
+	}
+	for _, k := range kids {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			t.Fatalf("pid %d's children %q: %v", pid, b, err)
+		}
+		if err := syscall.Kill(n, syscall.SIGTERM); err != nil {
+			t.Errorf("stop pid %d: %v", n, err)
+		}
+	}
+}
+
+// glitchedRun returns nil for a perftest program that failed only its own
+// timing check when it reported (perf.PerftestGlitch): its run happened and
+// its calls were made and traced; only its figures are lost (retrying the
+// client would find its server gone). Any other error is returned as is.
+func glitchedRun(t testing.TB, who string, err error, out string) error {
+	if err != nil {
+		if g := perf.PerftestGlitch(out); g != "" {
+			t.Logf("%s: %v after its run: %q, perftest's own timing check (a known glitch under TCG); its calls are checked as made", who, err, g)
+			return nil
+		}
+	}
+	return err
 }
 
 // saveGolden writes the run into -rdmatrace.golden's directory as

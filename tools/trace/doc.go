@@ -27,9 +27,19 @@
 //     INIT_QP_ATTR and GET_EVENT, the response (so every process's CM events).
 //   - tracepoint rdma_cma:cm_event_handler: event, status, cm_id, addresses,
 //     with field offsets parsed from the tracepoint's format file.
-//   - counting kprobes on the rxe functions of RXEFuncs present in
-//     /proc/kallsyms, keyed by QP number where BTF (rdma_rxe's split BTF, then
-//     vmlinux) shows how to reach it from the arguments.
+//   - counting programs on the rxe functions of RXEPacketFuncs (all of
+//     RXEFuncs with Options.RXEAll) present in /proc/kallsyms, keyed by QP
+//     number where BTF (rdma_rxe's split BTF, then vmlinux) shows how to
+//     reach it from the arguments: fentry programs where the kernel takes
+//     them (BTF of rdma_rxe, 5.11+: a direct call per hit instead of a
+//     kprobe) while no QP is active, kprobes otherwise (Options.RXEFentry,
+//     Options.RXEKprobes force one). The QPs are tied to processes in user
+//     space (owners.go), so that -p/-c filter these counts too.
+//
+// Events reach user space through a ring buffer whose programs wake the
+// reader only once a quarter of it is filled (the reader also polls every
+// 100 ms); a record that finds it full is counted per kind of call (drops
+// map), so that a loss says what was lost.
 //
 // The uverbs device of every call is found from file->f_inode->i_rdev. The
 // entry probes keep their record in a hash map keyed by pid_tgid (the big

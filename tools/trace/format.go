@@ -45,7 +45,8 @@ type Formatter struct {
 	// PageSize converts mmap page offsets to bytes; 0 means 4096.
 	PageSize int
 
-	qpns map[qpnKey]uint64 // QP handle -> QPN, from the creations seen (qpn.go)
+	qpns   map[qpnKey]uint64  // QP handle -> QPN, from the creations seen (qpn.go)
+	owners map[uint32]QPOwner // QPN -> the process that created it (owners.go)
 }
 
 func (f *Formatter) names() Names {

@@ -16,6 +16,7 @@ import (
 //	events    ringbuf of records
 //	stats     array  u32 -> u64: statDrops (ring buffer full), statInflightFull
 //	rxecounts hash   {u32 probe, u32 qpn} -> u64 hit count (rxe probes)
+//	drops     hash   what a lost record was -> u64 (progs_ring.go)
 const (
 	mapInflight  = "inflight"
 	mapEvents    = "events"
@@ -71,6 +72,9 @@ type builder struct {
 	insns   asm.Instructions
 	pending string
 	n       int
+	// fentry: the context (R6 once saved) is an fentry program's array of
+	// u64 arguments, not a struct pt_regs.
+	fentry bool
 }
 
 func (b *builder) emit(ins ...asm.Instruction) {
@@ -97,6 +101,9 @@ func (b *builder) mark(label string) {
 	b.pending = label
 }
 
+// fentryMaxArgs is how many arguments an fentry program can read (MAX_BPF_FUNC_ARGS).
+const fentryMaxArgs = 12
+
 func argOff(i int) (int16, error) {
 	if !regsSupported {
 		return 0, fmt.Errorf("kprobe arguments: architecture not supported (amd64 and arm64 are)")
@@ -107,8 +114,16 @@ func argOff(i int) (int16, error) {
 	return regArgOffsets[i], nil
 }
 
-// loadArg loads kprobe argument i (from pt_regs in R6) into dst.
+// loadArg loads argument i into dst: from pt_regs in R6 (kprobe) or from
+// the argument array in R6 (fentry).
 func (b *builder) loadArg(dst asm.Register, i int) error {
+	if b.fentry {
+		if i < 0 || i >= fentryMaxArgs {
+			return fmt.Errorf("fentry argument %d out of range", i)
+		}
+		b.emit(asm.LoadMem(dst, asm.R6, int16(8*i), asm.DWord))
+		return nil
+	}
 	off, err := argOff(i)
 	if err != nil {
 		return err
@@ -439,15 +454,7 @@ func retProgFor(ucmResp []respRead, big bool) (asm.Instructions, error) {
 		asm.StoreMem(asm.R7, recFlags, asm.R1, asm.Byte),
 	)
 	b.mark(out)
-	b.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mapEvents),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.Mov.Imm(asm.R3, size),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnRingbufOutput.Call(),
-		asm.JEq.Imm(asm.R0, 0, del),
-	)
-	b.countStat(statDrops, -16)
+	b.ringOutput(size, -48, -16)
 	b.mark(del)
 	b.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(inflight))
 	b.fpAddr(asm.R2, -8)
@@ -544,16 +551,8 @@ func cmEventProg(fl cmEventFields) (asm.Instructions, error) {
 			b.copyCtx(stackRec+recData+int16(x.dst), x.f, x.max)
 		}
 	}
-	b.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(mapEvents))
-	b.fpAddr(asm.R2, stackRec)
-	b.emit(
-		asm.Mov.Imm(asm.R3, recSize),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnRingbufOutput.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
-	)
-	b.countStat(statDrops, stackScratch)
-	b.mark("exit")
+	b.fpAddr(asm.R7, stackRec)
+	b.ringOutput(recSize, stackScratch-8-dropKeySize, stackScratch)
 	b.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return b.insns, nil
 }

@@ -35,7 +35,15 @@ type cqeSource struct {
 // in the rxecounts map under {id, qpn}. With neither source it counts under
 // qpnUnknown.
 func rxeCounter(id uint16, qp *qpnSource, cqe *cqeSource) (asm.Instructions, error) {
-	b := &builder{}
+	return rxeCounterFor(id, qp, cqe, false)
+}
+
+// rxeCounterFor is rxeCounter as a kprobe program or, with fentry, as an
+// fentry program (BPF_PROG_TYPE_TRACING attached to the function's BTF id:
+// a direct call from the function's ftrace site into the program through a
+// trampoline, no breakpoint, no pt_regs).
+func rxeCounterFor(id uint16, qp *qpnSource, cqe *cqeSource, fentry bool) (asm.Instructions, error) {
+	b := &builder{fentry: fentry}
 	const key, scratch = -16, -8
 	unknown, haveQPN := "unknown", "key"
 	b.emit(asm.Mov.Reg(asm.R6, asm.R1), asm.Mov.Imm(asm.R9, int32(id)))

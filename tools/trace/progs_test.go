@@ -103,7 +103,7 @@ func TestProgramsMarshal(t *testing.T) {
 		}
 		for ref := range p.insns.ReferenceOffsets() {
 			switch ref {
-			case mapInflight, mapEvents, mapStats, mapRXECounts, mapBigInflight, mapScratch:
+			case mapInflight, mapEvents, mapStats, mapRXECounts, mapBigInflight, mapScratch, mapDrops:
 			default:
 				if _, ok := syms[ref]; !ok {
 					t.Errorf("%s: reference %q is neither a map nor a label", p.name, ref)

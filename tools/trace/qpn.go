@@ -37,6 +37,7 @@ func (f *Formatter) tieQPN(d *Description, e Event) {
 				f.qpns = map[qpnKey]uint64{}
 			}
 			f.qpns[qpnKey{e.PID, e.Dev, h}] = qpn
+			f.learnQPOwner(uint32(qpn), e)
 		}
 		return
 	}

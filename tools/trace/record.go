@@ -237,6 +237,9 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 		}
 		defer h.Close()
 	}
+	if o.RingBytes == 0 {
+		o.RingBytes = lineRingBytes
+	}
 	t, err := o.attach(stderr)
 	if err != nil {
 		return err
@@ -256,6 +259,11 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 	realToMono := hdr.RealNS - int64(hdr.MonoNS)
 
 	f := &Formatter{Names: ABINames{}, Devices: UverbsDevices(sysfs.ClassVerbs), PageSize: os.Getpagesize()}
+	if !o.NoRXE {
+		if err := f.LearnQPOwners(); err != nil {
+			fmt.Fprintf(stderr, "rdmatrace: %v (the rxe counts of QPs created before recording are not attributed)\n", err)
+		}
+	}
 	entries := make(chan RecordEntry, 1024)
 	errs := make(chan error, 2)
 	done := make(chan struct{}, 2)
@@ -311,11 +319,16 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 	default:
 	}
 	if counts, err := t.RXECounts(); err == nil && len(counts) > 0 {
-		enc.Encode(RecordEntry{Type: EntryRXE, TS: monotonicNow(), RXE: counts})
+		if err := f.LearnQPOwners(); err != nil {
+			fmt.Fprintln(stderr, "rdmatrace:", err)
+		}
+		if counts, _ = f.OwnedRXE(counts, o.Options); len(counts) > 0 {
+			enc.Encode(RecordEntry{Type: EntryRXE, TS: monotonicNow(), RXE: counts})
+		}
 	}
 	var lost []string
-	if ring, infl, err := t.Lost(); err == nil && ring+infl > 0 {
-		lost = append(lost, fmt.Sprintf("tracer lost %d events (ring full) and %d calls (in-flight table full)", ring, infl))
+	if s := lostReport(t, f); s != "" {
+		lost = append(lost, "tracer "+s)
 	}
 	if h != nil {
 		if _, drops, err := h.Stats(); err == nil && drops > 0 {

@@ -6,13 +6,19 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+
+	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 
-// RXEFuncs are the Soft-RoCE (rdma_rxe) functions the tracer counts hits of,
-// per QP where the QP can be found from the arguments. Which exist depends on
-// the kernel: 6.1 has rxe_responder and rxe_do_task (tasklets), 6.12 has
-// rxe_sender/rxe_receiver (work queues) instead. Missing ones are skipped.
+// RXEFuncs are the Soft-RoCE (rdma_rxe) functions the tracer can count hits
+// of, per QP where the QP can be found from the arguments. Which exist
+// depends on the kernel: 6.1 has rxe_responder and rxe_do_task (tasklets),
+// 6.12 has rxe_sender/rxe_receiver (work queues) instead. Missing ones are
+// skipped. By default only RXEPacketFuncs are counted; Options.RXEAll adds
+// the rest, rxe's internal steps.
 var RXEFuncs = []string{
 	"rxe_post_send",      // ib_post_send (user QPs: the doorbell)
 	"rxe_post_recv",      // ib_post_recv (kernel QPs only)
@@ -28,6 +34,45 @@ var RXEFuncs = []string{
 	"rxe_comp_queue_pkt", // an ACK/response is queued to the completer
 	"rxe_resp_queue_pkt", // a request is queued to the responder
 	"rxe_cq_post",        // a completion is posted (errors counted apart)
+}
+
+// RXEPacketFuncs are the functions of RXEFuncs counted by default: what
+// goes into a QP (doorbells), onto the wire and off it (a packet out per
+// sending QP, a packet in per destination QP) and out of it (completions,
+// errors apart). Two hits per packet; the other functions of RXEFuncs, the
+// task scheduling and state machines rxe runs for those packets, add some
+// eight more per packet, the most of what tracing costs a busy QP (README,
+// "Overhead").
+var RXEPacketFuncs = []string{"rxe_post_send", "rxe_post_recv", "rxe_rcv", "rxe_xmit_packet", "rxe_cq_post"}
+
+// rxeFuncs is RXEFuncs with all, else only RXEPacketFuncs, in RXEFuncs' order.
+func rxeFuncs(all bool) []string {
+	if all {
+		return RXEFuncs
+	}
+	var out []string
+	for _, fn := range RXEFuncs {
+		if slices.Contains(RXEPacketFuncs, fn) {
+			out = append(out, fn)
+		}
+	}
+	return out
+}
+
+// movingQPs names the QPs of qps (RDMA netlink's dump) that may be moving
+// packets: those past INIT (RTR, RTS, SQD, SQE, ERR, which still flushes),
+// except the special QPs 0 and 1 (SMI, GSI) every port keeps in RTS for
+// management datagrams. New attaches fentry programs by default only while
+// there are none (Options.RXEFentry).
+func movingQPs(qps []rdmanl.QP) []string {
+	var out []string
+	for _, q := range qps {
+		if q.Type == abi.IB_QPT_SMI || q.Type == abi.IB_QPT_GSI || q.State < abi.IB_QPS_RTR {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s qpn %d (%s, %s)", q.DevName, q.LQPN, q.Type, q.State))
+	}
+	return out
 }
 
 // qpArgFuncs take the QP as a void * (6.1 task functions: rxe_init_task(task,

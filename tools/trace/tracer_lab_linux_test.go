@@ -55,24 +55,44 @@ func openTracer(t *testing.T, opts Options) *Tracer {
 			t.Errorf("second Close: %v", err)
 		}
 	})
-	rxe := 0
+	var rxe []string // the rxe functions counted
 	for _, p := range tr.Probes() {
 		if p.Attached {
 			t.Logf("[%s] attached %-38s %s", kernelRelease(), p.Name, p.Note)
-			if strings.HasPrefix(p.Name, "kprobe:rxe_") {
-				rxe++
+			if isRXEProbe(p.Name) {
+				_, fn, _ := strings.Cut(p.Name, ":")
+				rxe = append(rxe, fn)
 			}
 			continue
 		}
 		t.Logf("[%s] skipped  %-38s %v", kernelRelease(), p.Name, p.Err)
-		if !strings.HasPrefix(p.Name, "kprobe:rxe_") && !(opts.NoCM && strings.HasPrefix(p.Name, "tracepoint")) {
+		if !isRXEProbe(p.Name) && !(opts.NoCM && strings.HasPrefix(p.Name, "tracepoint")) {
 			t.Errorf("%s did not attach in the lab: %v", p.Name, p.Err)
 		}
 	}
-	if !opts.NoRXE && rxe < 8 {
-		t.Errorf("only %d rxe probes attached", rxe)
+	switch {
+	case opts.NoRXE:
+		if len(rxe) > 0 {
+			t.Errorf("NoRXE, yet rxe probes %v attached", rxe)
+		}
+	case opts.RXEAll:
+		// Both kernels have at least 8 of RXEFuncs (each lacks some task names).
+		if len(rxe) < 8 {
+			t.Errorf("only %d rxe probes attached with RXEAll: %v", len(rxe), rxe)
+		}
+	default:
+		// Both kernels have every one of the default set, and only those count.
+		if !slices.Equal(rxe, rxeFuncs(false)) {
+			t.Errorf("rxe probes attached %v, want the default set %v", rxe, rxeFuncs(false))
+		}
 	}
 	return tr
+}
+
+// isRXEProbe reports whether a Probe's name is one of the rxe counters
+// (kprobes, or fentry programs where the kernel takes them).
+func isRXEProbe(name string) bool {
+	return strings.HasPrefix(name, "kprobe:rxe_") || strings.HasPrefix(name, "fentry:rxe_")
 }
 
 // uverbsFor finds /dev/infiniband/uverbsN of RDMA device dev.
@@ -245,14 +265,23 @@ func hostCmd(ctx context.Context, name string, args ...string) *exec.Cmd {
 
 // TestLabRping traces rdma-core's rping (server and client on this node's
 // address): the rdma_cm sequence, the CM events, the verbs calls, and rxe
-// data-path hits on the very QPs rping connected.
+// data-path hits on the very QPs rping connected, rxe's internal steps
+// included (RXEAll; the default set is checked by TestLabRdmago and the
+// filter tests).
 func TestLabRping(t *testing.T) {
 	env := labtest.Require(t)
 	labtest.OneNode(t, "server and client on this node's address")
 	if _, err := os.Stat("/host/usr/bin/rping"); err != nil {
 		t.Fatalf("rping is not in the host root (apt-get install rdmacm-utils): %v", err)
 	}
-	tr := openTracer(t, Options{Comm: "rping"})
+	tr := openTracer(t, Options{Comm: "rping", RXEAll: true})
+	// Nothing moves packets yet: both lab kernels take every rxe counter
+	// as an fentry program (rxeNotFentry).
+	for _, p := range tr.Probes() {
+		if p.Attached && strings.HasPrefix(p.Name, "kprobe:rxe_") {
+			t.Errorf("%s is a kprobe, want fentry before any traffic: %s", p.Name, p.Note)
+		}
+	}
 	hwBefore, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +370,11 @@ func TestLabRping(t *testing.T) {
 		}
 		if hits["rxe_post_send"] == 0 {
 			t.Errorf("QP %d: no rxe_post_send (doorbell) hits: %v", qpn, hits)
+		}
+		// Both sides send (rping pings and pongs): the requester ran for
+		// each QP (6.1 finds it from the task's void *arg, 6.12 from its qp).
+		if hits["rxe_requester"] == 0 {
+			t.Errorf("QP %d: no rxe_requester hits with RXEAll: %v", qpn, hits)
 		}
 	}
 	hwNow, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, []string{env.Dev})

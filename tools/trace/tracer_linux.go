@@ -5,6 +5,7 @@ package trace
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -40,10 +41,11 @@ type Tracer struct {
 // New loads and attaches the probes: kprobes and kretprobes on
 // ib_uverbs_write, ib_uverbs_ioctl, ib_uverbs_mmap (module ib_uverbs) and
 // ucma_write (rdma_ucm), the tracepoint rdma_cma:cm_event_handler, and
-// counting kprobes on the rxe functions of RXEFuncs that the running kernel
-// has. A probe that cannot be attached (module not loaded, function absent)
-// is recorded in Probes and skipped; New fails only when nothing at all could
-// be attached or the kernel lacks BPF. It needs root (CAP_BPF and
+// counting programs (fentry programs or kprobes: Options.RXEFentry) on the
+// rxe functions of RXEPacketFuncs (RXEFuncs with RXEAll) that the running
+// kernel has. A probe that cannot be attached (module not loaded, function
+// absent) is recorded in Probes and skipped; New fails only when nothing at
+// all could be attached or the kernel lacks BPF. It needs root (CAP_BPF and
 // CAP_PERFMON), Linux 5.8+ (ring buffer, bpf_probe_read_user) with kprobes,
 // and tracefs (mounted at /sys/kernel/tracing for the Tracer's lifetime when
 // missing). The caller must Close the Tracer.
@@ -155,7 +157,7 @@ func New(opts Options) (_ *Tracer, err error) {
 	}
 
 	if !opts.NoRXE {
-		t.attachRXE(vmlinux)
+		t.attachRXE(vmlinux, rxeFuncs(opts.RXEAll), opts)
 	}
 
 	attached := false
@@ -196,6 +198,7 @@ func mapSpecs(ringBytes int) map[string]*ebpf.MapSpec {
 		mapEvents:    {Name: "rdmatrace_evts", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)},
 		mapStats:     {Name: "rdmatrace_stat", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: statCount},
 		mapRXECounts: {Name: "rdmatrace_rxe", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 8192},
+		mapDrops:     {Name: "rdmatrace_drop", Type: ebpf.Hash, KeySize: dropKeySize, ValueSize: 8, MaxEntries: 1024},
 		// Big records (ioctl, ucma): control-path calls, fewer at a time.
 		mapBigInflight: {Name: "rdmatrace_binfl", Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(bigRecSize), MaxEntries: 1024},
 		mapScratch:     {Name: "rdmatrace_scr", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(bigRecSize), MaxEntries: 1},
@@ -228,6 +231,13 @@ func (t *Tracer) load(name string, typ ebpf.ProgramType, insns asm.Instructions)
 }
 
 func loadProgram(name string, typ ebpf.ProgramType, insns asm.Instructions, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	return loadSpec(&ebpf.ProgramSpec{Name: name, Type: typ}, insns, maps)
+}
+
+// loadSpec loads insns as spec (Name, Type and, for tracing programs,
+// AttachType and AttachTo taken from it) with their map references bound.
+func loadSpec(spec *ebpf.ProgramSpec, insns asm.Instructions, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	name := spec.Name
 	insns = slices.Clone(insns)
 	for ref := range insns.ReferenceOffsets() {
 		m, ok := maps[ref]
@@ -240,7 +250,9 @@ func loadProgram(name string, typ ebpf.ProgramType, insns asm.Instructions, maps
 	}
 	prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
 		Name:         name,
-		Type:         typ,
+		Type:         spec.Type,
+		AttachType:   spec.AttachType,
+		AttachTo:     spec.AttachTo,
 		License:      "GPL",
 		Instructions: insns,
 	}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
@@ -306,7 +318,7 @@ func (t *Tracer) attachCMEvent(dir string) error {
 	return nil
 }
 
-func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
+func (t *Tracer) attachRXE(vmlinux *btf.Spec, funcs []string, opts Options) {
 	var syms map[string]bool
 	if f, err := os.Open("/proc/kallsyms"); err == nil {
 		syms, _ = moduleSymbols(f, "rdma_rxe")
@@ -322,14 +334,21 @@ func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
 			mod = chain{spec, vmlinux}
 		}
 	}
-	t.rxe = planRXE(mod, RXEFuncs)
+	t.rxe = planRXE(mod, funcs)
 	for _, p := range t.rxe {
-		pr := Probe{Name: "kprobe:" + p.Func, Note: p.How}
 		if !syms[p.Func] {
-			pr.Err = fmt.Errorf("%s is not a function of this kernel's rdma_rxe", p.Func)
-			t.probes = append(t.probes, pr)
+			t.probes = append(t.probes, Probe{Name: "kprobe:" + p.Func, Note: p.How,
+				Err: fmt.Errorf("%s is not a function of this kernel's rdma_rxe", p.Func)})
 			continue
 		}
+		notFentry := rxeNotFentry(opts)
+		if notFentry == nil {
+			if notFentry = t.attachRXEFentry(p); notFentry == nil {
+				t.probes = append(t.probes, Probe{Name: "fentry:" + p.Func, Attached: true, Note: p.How})
+				continue
+			}
+		}
+		pr := Probe{Name: "kprobe:" + p.Func, Note: fmt.Sprintf("%s (not fentry: %v)", p.How, notFentry)}
 		insns, err := rxeCounter(p.ID, p.QP, p.CQE)
 		if err == nil {
 			var prog *ebpf.Program
@@ -345,6 +364,53 @@ func (t *Tracer) attachRXE(vmlinux *btf.Spec) {
 	}
 }
 
+// rxeNotFentry says why an rxe counter is to be a kprobe rather than an
+// fentry program, or nil when it may be fentry: by default, only while no
+// QP may be moving packets (movingQPs, asked of RDMA netlink right before
+// each attach, to keep the window small).
+func rxeNotFentry(opts Options) error {
+	switch {
+	case opts.RXEKprobes:
+		return errors.New("kprobes asked for")
+	case opts.RXEFentry:
+		return nil
+	}
+	qps, err := dumpQPs()
+	if err != nil {
+		return fmt.Errorf("cannot tell whether rxe is busy: %w", err)
+	}
+	if busy := movingQPs(qps); len(busy) > 0 {
+		list := strings.Join(busy[:min(len(busy), 3)], ", ")
+		if len(busy) > 3 {
+			list += fmt.Sprintf(" and %d more", len(busy)-3)
+		}
+		return fmt.Errorf("QPs may be moving packets (%s): attaching fentry programs then crashed the QEMU lab's 6.12 (--rxe-fentry forces them)", list)
+	}
+	return nil
+}
+
+// attachRXEFentry attaches p's counter as an fentry program (the function's
+// type from rdma_rxe's BTF, found by cilium/ebpf).
+func (t *Tracer) attachRXEFentry(p rxePlan) error {
+	insns, err := rxeCounterFor(p.ID, p.QP, p.CQE, true)
+	if err != nil {
+		return err
+	}
+	prog, err := loadSpec(&ebpf.ProgramSpec{Name: "rdmatrace_rxe", Type: ebpf.Tracing,
+		AttachType: ebpf.AttachTraceFEntry, AttachTo: p.Func}, insns, t.maps)
+	if err != nil {
+		return err
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceFEntry})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("attach fentry %s: %w", p.Func, err)
+	}
+	t.progs = append(t.progs, prog)
+	t.links = append(t.links, l)
+	return nil
+}
+
 // Probes reports every attach point New tried.
 func (t *Tracer) Probes() []Probe { return slices.Clone(t.probes) }
 
@@ -357,6 +423,33 @@ func (t *Tracer) Read(ctx context.Context) (Event, error) {
 		return Event{}, err
 	}
 	return DecodeEvent(t.rec.RawSample)
+}
+
+// Drain hands use the events already in the ring buffer, without waiting
+// for more (at most a ring's worth, so that a busy producer cannot keep it
+// going): what a reader whose context ended still owes its output, since
+// the programs wake the reader only every quarter ring (and it polls every
+// 100 ms).
+func (t *Tracer) Drain(use func(Event)) error {
+	if t.closed || t.rd == nil {
+		return fmt.Errorf("drain: %w", os.ErrClosed)
+	}
+	for n := t.rd.BufferSize()/recSize + 1; n > 0; n-- {
+		t.rd.SetDeadline(time.Now())
+		err := t.rd.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read ring buffer: %w", err)
+		}
+		e, err := DecodeEvent(t.rec.RawSample)
+		if err != nil {
+			return err
+		}
+		use(e)
+	}
+	return nil
 }
 
 // ReadRecord waits for the next raw record (what DecodeEvent decodes) until
@@ -404,6 +497,34 @@ func (t *Tracer) Lost() (ringFull, inflightFull uint64, err error) {
 		return 0, 0, fmt.Errorf("read stats: %w", err)
 	}
 	return ringFull, inflightFull, nil
+}
+
+// Dropped returns, per kind of call, the events dropped because the ring
+// buffer was full (Formatter.LostOps names them). The counts add up to
+// Lost's ringFull.
+func (t *Tracer) Dropped() ([]Dropped, error) {
+	m := t.maps[mapDrops]
+	if m == nil {
+		return nil, os.ErrClosed
+	}
+	var out []Dropped
+	var key [dropKeySize]byte
+	var n uint64
+	it := m.Iterate()
+	for it.Next(&key, &n) {
+		d := Dropped{
+			Kind:  Kind(key[dropKeyKind]),
+			Data:  key[dropKeyFlags]&(flagData|flagDataShort) != 0,
+			Extra: binary.NativeEndian.Uint32(key[dropKeyExtra:]),
+			Count: n,
+		}
+		copy(d.Head[:], key[dropKeyHead:])
+		out = append(out, d)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read drops: %w", err)
+	}
+	return out, nil
 }
 
 // RXECounts returns the rxe hit counts so far, sorted by function then QPN.

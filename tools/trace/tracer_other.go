@@ -29,6 +29,12 @@ func (t *Tracer) Read(ctx context.Context) (Event, error) { return Event{}, errN
 // Lost fails: off Linux there is no Tracer.
 func (t *Tracer) Lost() (ringFull, inflightFull uint64, err error) { return 0, 0, errNotLinux }
 
+// Drain fails: off Linux there is no Tracer.
+func (t *Tracer) Drain(use func(Event)) error { return errNotLinux }
+
+// Dropped fails: off Linux there is no Tracer.
+func (t *Tracer) Dropped() ([]Dropped, error) { return nil, errNotLinux }
+
 // RXECounts fails: off Linux there is no Tracer.
 func (t *Tracer) RXECounts() ([]RXECount, error) { return nil, errNotLinux }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/sysfs"
@@ -33,6 +34,12 @@ func (o WatchOptions) Check() error {
 	}
 	if o.Interval > 0 && !o.Summary {
 		return fmt.Errorf("--interval needs --summary")
+	}
+	if o.NoRXE && (o.RXEAll || o.RXEFentry || o.RXEKprobes) {
+		return fmt.Errorf("--no-rxe leaves the rxe data path alone: it does not go with --rxe-all, --rxe-fentry or --rxe-kprobes")
+	}
+	if o.RXEFentry && o.RXEKprobes {
+		return fmt.Errorf("--rxe-fentry and --rxe-kprobes contradict each other: give one (or neither: fentry programs while no QP is active)")
 	}
 	if o.Dev != "" {
 		if _, err := os.Stat(sysfs.ClassInfiniband + "/" + o.Dev); err != nil {
@@ -65,6 +72,9 @@ func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error 
 	if err := o.Check(); err != nil {
 		return err
 	}
+	if o.RingBytes == 0 {
+		o.RingBytes = lineRingBytes
+	}
 	t, err := o.attach(stderr)
 	if err != nil {
 		return err
@@ -81,6 +91,12 @@ func Watch(ctx context.Context, o WatchOptions, stdout, stderr io.Writer) error 
 		Devices:  UverbsDevices(sysfs.ClassVerbs),
 		Start:    monotonicNow(),
 		PageSize: os.Getpagesize(),
+	}
+	if !o.NoRXE {
+		// The QPs that exist already: their create events are not coming.
+		if err := f.LearnQPOwners(); err != nil {
+			fmt.Fprintf(stderr, "rdmatrace: %v (the rxe counts of QPs created before tracing are not attributed)\n", err)
+		}
 	}
 	sum := NewSummary(f)
 	out := bufio.NewWriter(stdout)
@@ -128,7 +144,7 @@ loop:
 		case <-tick:
 			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
 			sum.Write(out, o.Hist)
-			writeRXE(out, stderr, t, hwBefore, devs)
+			writeRXE(out, stderr, t, f, o.Options, hwBefore, devs)
 			out.Flush()
 		}
 	}
@@ -143,9 +159,9 @@ loop:
 		sum.Write(out, o.Hist)
 		w = out
 	}
-	writeRXE(w, stderr, t, hwBefore, devs)
-	if ringFull, inflightFull, err := t.Lost(); err == nil && ringFull+inflightFull > 0 {
-		fmt.Fprintf(stderr, "rdmatrace: lost %d events (ring buffer full) and %d calls (in-flight table full)\n", ringFull, inflightFull)
+	writeRXE(w, stderr, t, f, o.Options, hwBefore, devs)
+	if s := lostReport(t, f); s != "" {
+		fmt.Fprintln(stderr, "rdmatrace:", s)
 	}
 	out.Flush()
 	return t.Close()
@@ -160,19 +176,50 @@ func (o WatchOptions) attach(stderr io.Writer) (*Tracer, error) {
 	}
 	if !o.Quiet {
 		WriteProbes(stderr, t.Probes(), false)
+		if s := rxeAttachNote(t.Probes()); s != "" {
+			fmt.Fprintln(stderr, "rdmatrace:", s)
+		}
 	}
 	return t, nil
 }
 
+// rxeAttachNote says how the rxe counters among probes were attached (how
+// many fentry programs, how many kprobes and why the first of those is not
+// fentry: their cost differs), or "" when none was.
+func rxeAttachNote(probes []Probe) string {
+	var fentry, kprobe int
+	why := ""
+	for _, p := range probes {
+		switch {
+		case !p.Attached:
+		case strings.HasPrefix(p.Name, "fentry:rxe_"):
+			fentry++
+		case strings.HasPrefix(p.Name, "kprobe:rxe_"):
+			kprobe++
+			if _, w, ok := strings.Cut(p.Note, "(not fentry: "); ok && why == "" {
+				why = " (not fentry: " + w
+			}
+		}
+	}
+	switch {
+	case fentry+kprobe == 0:
+		return ""
+	case kprobe == 0:
+		return fmt.Sprintf("rxe counters: %d fentry programs", fentry)
+	}
+	return fmt.Sprintf("rxe counters: %d fentry programs, %d kprobes%s", fentry, kprobe, why)
+}
+
 // readEvents reads t's events and hands each to use until ctx is done
-// (then it returns nil) or reading fails (then it returns the error).
-// Watch and Record run it in a goroutine of their own.
+// (then it hands over what is left in the ring and returns) or reading
+// fails (then it returns the error). Watch and Record run it in a
+// goroutine of their own.
 func readEvents(ctx context.Context, t *Tracer, use func(Event)) error {
 	for {
 		e, err := t.Read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return t.Drain(use)
 			}
 			return err
 		}
@@ -180,10 +227,17 @@ func readEvents(ctx context.Context, t *Tracer, use func(Event)) error {
 	}
 }
 
-// ListProbes is `rdmatrace probes`: it attaches every probe, writes which
-// ones this kernel has to w, and detaches. It needs what New needs.
+// lineRingBytes is the ring buffer of Watch and Record: 16 MiB hold some
+// 70,000 small records, the bursts of a perftest loop while the reader
+// formats (or, with --summary, adds up: with 1 MiB, four busy pingpong
+// processes lost 4,000 of their events in 4 s on 6.12).
+const lineRingBytes = 16 << 20
+
+// ListProbes is `rdmatrace probes`: it attaches every probe (all of
+// RXEFuncs), writes which ones this kernel has to w, and detaches. It needs
+// what New needs.
 func ListProbes(w io.Writer) error {
-	t, err := New(Options{})
+	t, err := New(Options{RXEAll: true})
 	if err != nil {
 		return err
 	}
@@ -205,15 +259,24 @@ func WriteProbes(w io.Writer, probes []Probe, verbose bool) {
 	}
 }
 
-// writeRXE writes the rxe hit counts and the hw_counters that changed since
-// hwBefore to w; a failure to read the counts goes to stderr.
-func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []sysfs.HWCounters, devs []string) {
+// writeRXE writes the rxe hit counts of the QPs whose owner passes the
+// filter of o (Formatter.OwnedRXE; the owners are refreshed from RDMA
+// netlink first) and the hw_counters that changed since hwBefore to w; a
+// failure to read the counts goes to stderr.
+func writeRXE(w, stderr io.Writer, t *Tracer, f *Formatter, o Options, hwBefore []sysfs.HWCounters, devs []string) {
 	counts, err := t.RXECounts()
 	if err != nil {
 		fmt.Fprintln(stderr, "rdmatrace:", err)
 	}
 	if len(counts) > 0 {
-		fmt.Fprintln(w, "\nrxe data path (kprobe hits):")
+		// QPs whose create event was lost are still in the dump if alive.
+		if err := f.LearnQPOwners(); err != nil {
+			fmt.Fprintln(stderr, "rdmatrace:", err)
+		}
+	}
+	counts, other := f.OwnedRXE(counts, o)
+	if len(counts) > 0 || other > 0 {
+		fmt.Fprintln(w, "\nrxe data path (probe hits):")
 		for _, c := range counts {
 			qp := fmt.Sprintf("qpn %d", c.QPN)
 			if c.QPN == QPNUnknown {
@@ -223,7 +286,14 @@ func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []sysfs.HWCounters, devs 
 			if c.Error {
 				what += " (error status)"
 			}
-			fmt.Fprintf(w, "  %-32s %-10s %d\n", what, qp, c.Count)
+			owner := "-"
+			if c.PID != 0 {
+				owner = QPOwner{c.PID, c.Comm}.String()
+			}
+			fmt.Fprintf(w, "  %-32s %-10s %-24s %d\n", what, qp, owner, c.Count)
+		}
+		if other > 0 {
+			fmt.Fprintf(w, "  (%d hits on QPs of other processes or of no known process not shown)\n", other)
 		}
 	}
 	now, err := sysfs.ReadHWCounters(sysfs.ClassInfiniband, devs)
@@ -236,4 +306,17 @@ func writeRXE(w, stderr io.Writer, t *Tracer, hwBefore []sysfs.HWCounters, devs 
 			fmt.Fprintf(w, "  %s/%d %-24s +%d (%d)\n", c.Dev, c.Port, c.Name, c.Now-c.Before, c.Now)
 		}
 	}
+}
+
+// lostReport is Formatter.LostReport of what t lost so far.
+func lostReport(t *Tracer, f *Formatter) string {
+	ringFull, inflightFull, err := t.Lost()
+	if err != nil {
+		return err.Error()
+	}
+	ds, err := t.Dropped()
+	if err != nil {
+		return err.Error()
+	}
+	return f.LostReport(ringFull, inflightFull, ds)
 }

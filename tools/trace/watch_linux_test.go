@@ -39,12 +39,18 @@ func TestWatchOptionsCheck(t *testing.T) {
 		{WatchOptions{Interval: -1}, "must not be negative"},
 		{WatchOptions{Interval: 1}, "--interval needs --summary"},
 		{WatchOptions{Dev: "nosuchdev0"}, "no such RDMA device"},
+		{WatchOptions{Options: Options{NoRXE: true, RXEAll: true}}, "does not go with --rxe-all"},
+		{WatchOptions{Options: Options{NoRXE: true, RXEFentry: true}}, "does not go with --rxe-all, --rxe-fentry"},
+		{WatchOptions{Options: Options{NoRXE: true, RXEKprobes: true}}, "or --rxe-kprobes"},
+		{WatchOptions{Options: Options{RXEFentry: true, RXEKprobes: true}}, "contradict each other"},
 	} {
 		if err := tc.o.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one containing %q", tc.o, err, tc.want)
 		}
 	}
-	if err := (WatchOptions{Interval: 1, Summary: true}).Check(); err != nil {
-		t.Error(err)
+	for _, o := range []WatchOptions{{Interval: 1, Summary: true}, {Options: Options{RXEAll: true, RXEFentry: true}}, {Options: Options{RXEKprobes: true}}} {
+		if err := o.Check(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
 }

@@ -2,11 +2,18 @@
 # Copyright 2026 The rdmago Authors.
 #
 # overhead.sh measures what tracing costs rdmaperf write_bw: server and
-# client on one lab node (rxe loopback), run without rdmatrace, with
-# rdmatrace --summary and with rdmatrace printing every event (all probes,
-# rxe included, no filter), in rotating order, REPS times; it prints every
-# run's client BW average and each mode's median and ratio to the plain
-# median. A measurement, not a test: nothing is asserted.
+# client on one lab node (rxe loopback), run without rdmatrace ("plain"),
+# with rdmatrace --summary ("summary": the default rxe counters, fentry
+# programs since nothing moves when it attaches), with --summary
+# --rxe-kprobes (the same counters as kprobes, what rdmatrace takes when it
+# attaches while QPs are active: "kprobes"), with --summary --rxe-all
+# --rxe-kprobes (every rxe counter as a kprobe, the default before 2026-11:
+# "all") and with rdmatrace printing every event (default probes, no
+# filter: "lines"), in rotating order, REPS times; it prints every run's
+# client BW average and each mode's median and ratio to the plain median,
+# and the spread of the ratios within each repetition (a mode's run over
+# the plain run of the same repetition: min, median, max).
+# A measurement, not a test: nothing is asserted.
 #
 # From the repository root on the host (builds the two commands with
 # CGO_ENABLED=0, boots one lab node, runs this script there):
@@ -70,34 +77,40 @@ traced() {
 	kill -TERM $tpid
 	wait $tpid || true
 	echo "$r"
-	echo "  [$(wc -l <"$work/trace.out") lines of rdmatrace $*; $(grep -c skipped "$work/trace.err" || true) probes skipped]" >&2
+	echo "  [$(wc -l <"$work/trace.out") lines of rdmatrace $*; $(grep -c skipped "$work/trace.err" || true) probes skipped; $(grep -o 'rxe counters: [^(]*' "$work/trace.err" | head -1)]" >&2
 }
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "kernel $(uname -r), $(nproc) CPUs, write_bw -s $size -D $sec, $reps repetitions"
-: >"$work/plain"
-: >"$work/summary"
-: >"$work/lines"
+modes="plain summary kprobes all lines"
+for m in $modes; do : >"$work/$m"; done
 for r in $(seq 1 "$reps"); do
-	case $((r % 3)) in
-	1) order="plain summary lines" ;;
-	2) order="summary lines plain" ;;
-	0) order="lines plain summary" ;;
-	esac
+	# Rotate the order by one mode per repetition.
+	order=$(echo $modes $modes | awk -v k=$(((r - 1) % 5)) '{for (i = k + 1; i <= k + 5; i++) printf "%s ", $i}')
 	for m in $order; do
 		case $m in
 		plain) v=$(bw) ;;
 		summary) v=$(traced --summary) ;;
+		kprobes) v=$(traced --summary --rxe-kprobes) ;;
+		all) v=$(traced --summary --rxe-all --rxe-kprobes) ;;
 		lines) v=$(traced) ;;
 		esac
 		echo "rep $r $m $v MiB/s"
 		echo "$v" >>"$work/$m"
+		eval "v_$m=$v"
+	done
+	for m in summary kprobes all lines; do
+		eval "echo \$v_$m" | awk -v b="$v_plain" '{printf "%.4f\n", $1 / b}' >>"$work/$m.ratio"
 	done
 done
 p=$(median <"$work/plain")
-for m in plain summary lines; do
+for m in $modes; do
 	v=$(median <"$work/$m")
-	echo "median $m $v MiB/s ratio $(awk -v a="$v" -v b="$p" 'BEGIN {printf "%.3f", a / b}')"
+	spread=""
+	if [ -f "$work/$m.ratio" ]; then
+		spread=$(sort -g "$work/$m.ratio" | awk '{v[NR]=$1} END {printf "; per-rep ratio min %.2f median %.2f max %.2f", v[1], (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2), v[NR]}')
+	fi
+	echo "median $m $v MiB/s ratio $(awk -v a="$v" -v b="$p" 'BEGIN {printf "%.3f", a / b}')$spread"
 done
 rm -rf "$work"

@@ -1,0 +1,49 @@
+// Copyright 2026 The rdmago Authors.
+
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rdmago/rdmago/tools/lab"
+)
+
+func TestAppendFlag(t *testing.T) {
+	for _, tc := range []struct {
+		def  []string
+		args []string
+		want []string
+	}{
+		{nil, nil, nil},
+		{nil, []string{"--append", "clocksource=tsc tsc=reliable"}, []string{"clocksource=tsc", "tsc=reliable"}},
+		{lab.TSCArgs, nil, lab.TSCArgs},
+		{lab.TSCArgs, []string{"--append="}, nil},
+		{lab.TSCArgs, []string{"-append", "nokaslr"}, []string{"nokaslr"}},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		got := append([]string(nil), tc.def...)
+		appendFlag(fs, &got)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Errorf("default %q, %q: %v", tc.def, tc.args, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("default %q, %q (-want +got):\n%s", tc.def, tc.args, diff)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o lab.Options
+	labFlags(fs, &o, 0, io.Discard)
+	if err := fs.Parse([]string{"--append", "quiet console=tty0"}); err == nil || !strings.Contains(err.Error(), `kernel parameter "console=tty0": the lab sets console itself`) {
+		t.Errorf("labFlags --append console=tty0: %v, want the kernel parameter's error", err)
+	}
+	if err := fs.Parse([]string{"--append", "clocksource=tsc"}); err != nil || !cmp.Equal(o.Append, []string{"clocksource=tsc"}) {
+		t.Errorf("labFlags --append clocksource=tsc: %v, Append %q", err, o.Append)
+	}
+}

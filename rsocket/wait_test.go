@@ -1,0 +1,159 @@
+// Copyright 2026 The rdmago Authors.
+
+package rsocket
+
+import (
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitRecorder records which Conn method each wait in the completion
+// channel came from (the first of Read, Write, Close, drain on the stack).
+type waitRecorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *waitRecorder) hook() {
+	buf := make([]byte, 16<<10)
+	st := string(buf[:runtime.Stack(buf, false)])
+	who := "another goroutine"
+	for _, f := range []string{"(*Conn).Read(", "(*Conn).Write(", "(*Conn).close(", "(*Conn).drain("} {
+		if strings.Contains(st, f) {
+			who = strings.TrimSuffix(f, "(")
+			break
+		}
+	}
+	r.mu.Lock()
+	r.calls = append(r.calls, who)
+	r.mu.Unlock()
+}
+
+func (r *waitRecorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// TestFakeCallerWaits: a Read or Write that has to wait sleeps in the
+// completion channel itself (rs_get_comp's ibv_get_cq_event), not behind
+// a poller goroutine that would then have to wake it: one hand-off per
+// message instead of two.
+func TestFakeCallerWaits(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	var rec waitRecorder
+	w.ends[1].onWait = rec.hook
+	got := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 5)
+		_, err := io.ReadFull(b, buf)
+		got <- err
+	}()
+	waitFor(t, "the blocked Read to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
+	if _, err := a.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read did not return after the Write")
+	}
+	for _, who := range rec.snapshot() {
+		if who != "(*Conn).Read" {
+			t.Fatalf("waits in the channel came from %q, want only the blocked Read", rec.snapshot())
+		}
+	}
+	if st := b.Stats(); st.Wakeups == 0 || st.Wakeups > uint64(len(rec.snapshot())) {
+		t.Fatalf("Stats.Wakeups = %d after %d waits in the channel, want 1 to %[2]d", st.Wakeups, len(rec.snapshot()))
+	}
+
+	// A Write with no room (a does not read) waits itself too.
+	rec = waitRecorder{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Write(make([]byte, 4<<20))
+		done <- err
+	}()
+	waitFor(t, "the blocked Write to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
+	go io.CopyN(io.Discard, a, 4<<20)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocked Write did not complete while the peer read")
+	}
+	for _, who := range rec.snapshot() {
+		if who != "(*Conn).Write" {
+			t.Fatalf("waits in the channel came from %q, want only the blocked Write", rec.snapshot())
+		}
+	}
+}
+
+// TestFakeWaitHandOff: when the goroutine waiting in the completion
+// channel leaves (its deadline passed) while another is blocked, the
+// other takes the wait over: the armed CQ's event is not lost.
+func TestFakeWaitHandOff(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	var rec waitRecorder
+	w.ends[0].onWait = rec.hook
+	a.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	rerr := make(chan error, 1)
+	go func() {
+		_, err := a.Read(make([]byte, 1))
+		rerr <- err
+	}()
+	waitFor(t, "the blocked Read to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
+	const size = 4 << 20 // more than b's ring: a's Write blocks until b reads
+	werr := make(chan error, 1)
+	go func() {
+		_, err := a.Write(make([]byte, size))
+		werr <- err
+	}()
+	select {
+	case err := <-rerr:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Read: %v, want os.ErrDeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read deadline did not end the Read")
+	}
+	// b reads in the background: if a's Write never resumes, the copy
+	// blocks until the cleanup closes b.
+	go io.CopyN(io.Discard, b, size)
+	select {
+	case err := <-werr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the blocked Write never completed after the Read left the channel (waits: %q)", rec.snapshot())
+	}
+	calls := rec.snapshot()
+	if calls[0] != "(*Conn).Read" || !strings.Contains(strings.Join(calls, " "), "(*Conn).Write") {
+		t.Fatalf("waits in the channel: %q, want the Read's first, then the Write's", calls)
+	}
+}
+
+// TestFakeIdleKeepAlive: keepalives go on while nobody calls Read or
+// Write: each collects the completions of the ones before, so the control
+// slots (qpCtrlSize) do not run out on an idle connection.
+func TestFakeIdleKeepAlive(t *testing.T) {
+	_, _, w := fakePair(t, Options{KeepAlive: time.Millisecond}, Options{})
+	posted := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.ends[0].posted
+	}
+	waitFor(t, "more keepalives than control slots on an idle connection", func() bool { return posted() > 3*qpCtrlSize })
+}
