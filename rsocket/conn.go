@@ -532,8 +532,11 @@ func (c *Conn) canSendLocked() bool {
 	return c.sqeAvail > 0 && c.sbufAvail >= sndLowat && c.sseqNo != c.sseqComp && c.tgt[c.tgtIdx].Length != 0
 }
 
-func (c *Conn) allSendsDoneLocked() bool {
-	return int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize || !c.connected
+// sendsIdleLocked reports whether every send we posted completed (the
+// test of rs_conn_all_sends_done, without its "or no longer connected":
+// see close).
+func (c *Conn) sendsIdleLocked() bool {
+	return int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize
 }
 
 // What ended a wait.
@@ -1112,22 +1115,30 @@ func (c *Conn) close() error {
 	c.cmu.Lock()
 	c.mu.Lock()
 	c.closed = true
-	delivered := false // the peer acknowledged every byte and our DISCONNECT
-	if c.connected && c.err == nil {
-		c.readable, c.writable = false, false
+	delivered := false // the peer acknowledged every byte and our DISCONNECT or SHUTDOWN
+	if c.err == nil {
 		// Not a child of c.gone: after the CM's end, Close still
 		// collects the flushed sends (sleepLocked polls for them).
 		dl := newDeadline(context.Background())
 		dl.set(time.Now().Add(c.cfg.closeTimeout))
-		if c.ctrlAvailWait(dl, nil) {
-			c.sendCtrlLocked(ctrlDisconnect)
-			for !c.allSendsDoneLocked() && !c.torn && c.err == nil {
-				if c.blockLocked(c.ctlWake, dl, nil) != wokeEvent {
-					break
-				}
+		if c.connected {
+			c.readable, c.writable = false, false
+			if c.ctrlAvailWait(dl, nil) {
+				c.sendCtrlLocked(ctrlDisconnect)
 			}
-			delivered = c.err == nil && int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize
 		}
+		// Wait for what we sent even when the peer ended the stream
+		// first (its SHUTDOWN after our CloseWrite, or its DISCONNECT):
+		// disconnecting with our last data or our SHUTDOWN still
+		// unacknowledged flushes them, and the peer reads a reset instead
+		// of the end of the stream. (rsockets' rshutdown waits for its
+		// sends, but stops waiting once the peer's SHUTDOWN arrives.)
+		for !c.sendsIdleLocked() && !c.torn && c.err == nil {
+			if c.blockLocked(c.ctlWake, dl, nil) != wokeEvent {
+				break
+			}
+		}
+		delivered = c.err == nil && c.sendsIdleLocked()
 		dl.cancel()
 	}
 	c.connected = false

@@ -235,6 +235,48 @@ func TestFakeHalfClose(t *testing.T) {
 	}
 }
 
+// TestFakeCloseAfterBothShut: both ends CloseWrite, and one reads the
+// other's end of stream and Closes while its own SHUTDOWN is still on the
+// wire. Close must wait for it: disconnecting first flushed it, and the
+// other end's Read said "the peer disconnected without closing the
+// stream" instead of io.EOF (seen in the lab on 6.12 in TestLabStream).
+func TestFakeCloseAfterBothShut(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	ea := w.ends[0] // a's end
+	ea.setHold(true)
+	if _, err := a.Write([]byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(a); err != nil || len(got) != 0 {
+		t.Fatalf("a: ReadAll = %q, %v; want EOF", got, err)
+	}
+	// a's data and SHUTDOWN arrive only once a's Close is waiting.
+	ea.onWait = func() { go ea.setHold(false) }
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	got, err := io.ReadAll(b)
+	if err != nil || string(got) != "last words" {
+		t.Fatalf("b: ReadAll = %q, %v; want the data then EOF", got, err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("a.Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a.Close did not return")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFakeCloseRead: after CloseRead, Read gives io.EOF at once and what
 // the peer still sends is dropped without stalling it.
 func TestFakeCloseRead(t *testing.T) {

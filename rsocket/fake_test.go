@@ -50,6 +50,7 @@ type fakeEnd struct {
 	frees    int    // calls of free (the Conn's memory unmapped)
 	closeErr error  // what close returns (the CM's teardown errors)
 	onWait   func() // if set (before the Conn waits), called by wait first
+	hold     bool   // posted writes stay in flight (a slow wire) until release
 }
 
 type fakeMsg struct {
@@ -133,7 +134,7 @@ func (e *fakeEnd) post(wrs []uverbs.SendWR) error {
 				src = e.scratch
 			}
 		}
-		if len(e.inflight) == 0 && e.deliver(&wr, src) {
+		if len(e.inflight) == 0 && !e.hold && e.deliver(&wr, src) {
 			continue
 		}
 		wr.SGL, wr.Inline = nil, nil
@@ -193,13 +194,22 @@ func storeSGE(dst, src []byte) {
 }
 
 func (e *fakeEnd) pump() {
-	for len(e.inflight) > 0 && !e.errState {
+	for len(e.inflight) > 0 && !e.errState && !e.hold {
 		m := &e.inflight[0]
 		if !e.deliver(&m.wr, m.data) {
 			return
 		}
 		e.inflight = e.inflight[1:]
 	}
+}
+
+// setHold holds the end's writes in flight (on) or delivers them and
+// later ones as the wire normally does (off).
+func (e *fakeEnd) setHold(on bool) {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	e.hold = on
+	e.pump()
 }
 
 // fail moves the end's QP to the error state: everything posted flushes.
