@@ -207,7 +207,11 @@ func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *s
 	var sentBytes atomic.Int64
 	defer func() { sum.SentBytes = sentBytes.Load() }()
 	go func() {
-		_, err := io.Copy(countWriter{c, &sentBytes}, stdin)
+		// Counted on the way in, so that io.Copy still finds c's
+		// io.ReaderFrom (rsocket's reads stdin straight into the
+		// registered send ring); io.Copy's count is the exact one.
+		n, err := io.Copy(c, countReader{stdin, &sentBytes})
+		sentBytes.Store(n)
 		if err == nil {
 			err = c.CloseWrite()
 		}
@@ -241,14 +245,15 @@ func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *s
 	return sendErr, recvErr
 }
 
-// countWriter adds what it writes to n.
-type countWriter struct {
-	w io.Writer
+// countReader adds what it reads to n. It has no WriteTo, on purpose: with
+// it as the source, io.Copy uses the destination's ReadFrom.
+type countReader struct {
+	r io.Reader
 	n *atomic.Int64
 }
 
-func (cw countWriter) Write(p []byte) (int, error) {
-	k, err := cw.w.Write(p)
-	cw.n.Add(int64(k))
+func (cr countReader) Read(p []byte) (int, error) {
+	k, err := cr.r.Read(p)
+	cr.n.Add(int64(k))
 	return k, err
 }

@@ -135,6 +135,67 @@ func TestPeerReset(t *testing.T) {
 	}
 }
 
+// readFromConn is a connection that notes whether its ReadFrom was used.
+type readFromConn struct {
+	*net.TCPConn
+	used chan struct{}
+}
+
+func (c readFromConn) ReadFrom(r io.Reader) (int64, error) {
+	select {
+	case c.used <- struct{}{}:
+	default:
+	}
+	return c.TCPConn.ReadFrom(r)
+}
+
+// TestSendUsesReadFrom: the sending side hands stdin to the connection's
+// io.ReaderFrom (rsocket's reads into the registered send ring, without
+// io.Copy's buffer), and still counts what it sent.
+func TestSendUsesReadFrom(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	d, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := readFromConn{d.(*net.TCPConn), make(chan struct{}, 1)}
+	defer c.Close()
+	data := bytes.Repeat([]byte("sent with ReadFrom "), 10000)
+	var sum summary
+	sendErr, recvErr := pump(ctx, c, bytes.NewReader(data), io.Discard, &sum)
+	if sendErr != nil || recvErr != nil {
+		t.Fatalf("pump: send %v, receive %v", sendErr, recvErr)
+	}
+	select {
+	case <-c.used:
+	default:
+		t.Error("stdin was copied with Write, not the connection's ReadFrom")
+	}
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Errorf("peer got %d bytes, want the %d sent", len(b), len(data))
+	}
+	if sum.SentBytes != int64(len(data)) {
+		t.Errorf("summary says %d bytes sent, want %d", sum.SentBytes, len(data))
+	}
+}
+
 // lateEOF is a reader that ends, with nothing, after a while.
 type lateEOF time.Duration
 
