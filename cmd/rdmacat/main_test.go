@@ -102,13 +102,7 @@ func TestBothWays(t *testing.T) {
 
 // TestPeerReset: a connection that fails mid-stream exits 1.
 func TestPeerReset(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx, l := loopback(t)
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
@@ -153,13 +147,7 @@ func (c readFromConn) ReadFrom(r io.Reader) (int64, error) {
 // io.ReaderFrom (rsocket's reads into the registered send ring, without
 // io.Copy's buffer), and still counts what it sent.
 func TestSendUsesReadFrom(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	ctx, l := loopback(t)
 	got := make(chan []byte, 1)
 	go func() {
 		c, err := l.Accept()
@@ -194,6 +182,19 @@ func TestSendUsesReadFrom(t *testing.T) {
 	if sum.SentBytes != int64(len(data)) {
 		t.Errorf("summary says %d bytes sent, want %d", sum.SentBytes, len(data))
 	}
+}
+
+// loopback gives a test 20 s and a TCP listener on loopback, both ended
+// by its cleanup.
+func loopback(t *testing.T) (context.Context, net.Listener) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return ctx, l
 }
 
 // lateEOF is a reader that ends, with nothing, after a while.
