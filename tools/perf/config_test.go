@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/tools/perf/ptwire"
 )
 
 func parse(t *testing.T, args ...string) *Config {
@@ -172,20 +174,30 @@ func TestLoopProcs(t *testing.T) {
 	}
 }
 
-// TestPtGoneAtClosing: the rdmaperf client's failure in a two-node lab run
-// whose perftest server (send_bw) exited before the closing barrier.
-func TestPtGoneAtClosing(t *testing.T) {
-	gone := errors.New("exit status 1: rdmaperf: perftest exchange, closing: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer")
-	if !ptGoneAtClosing(gone) {
-		t.Errorf("not taken: %v", gone)
-	}
-	for _, s := range []string{
-		"exit status 1: rdmaperf: perftest exchange, closing: the peer sent \"oops\", want \"done\"",
-		"exit status 1: rdmaperf: perftest exchange, keys: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer",
-		"exit status 1: rdmaperf: perftest exchange, closing: timed out",
+// TestPtPeerLeft: rdmaperf's failures in two-node lab runs whose perftest
+// peer exited after its run (its timing check failed): the client's at
+// the closing barrier (TCP), the passive server's at the end of the run
+// (rdma_cm: the receive flushed by the disconnection, seen in a 6.1
+// two-node make test with ib_atomic_bw -R).
+func TestPtPeerLeft(t *testing.T) {
+	for _, tc := range []struct{ step, err string }{
+		{"closing", "exit status 1: rdmaperf: perftest exchange, closing: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer"},
+		{"end of the run", "exit status 1: rdmaperf: perftest exchange (rdma_cm), end of the run: " + ptwire.ErrPeerClosed.Error() + " (work request 0x1 on QP 0x4ef failed: IBV_WC_WR_FLUSH_ERR: flushed)"},
+		{"end of the run", "exit status 1: rdmaperf: perftest exchange, end of the run: " + ptwire.ErrPeerClosed.Error()},
 	} {
-		if ptGoneAtClosing(errors.New(s)) {
-			t.Errorf("taken: %s", s)
+		if !ptPeerLeft(errors.New(tc.err), tc.step) {
+			t.Errorf("not taken at %q: %s", tc.step, tc.err)
+		}
+	}
+	for _, tc := range []struct{ step, err string }{
+		{"closing", "exit status 1: rdmaperf: perftest exchange, closing: the peer sent \"oops\", want \"done\""},
+		{"closing", "exit status 1: rdmaperf: perftest exchange, keys: read tcp 10.77.0.2:51412->10.77.0.1:18702: read: connection reset by peer"},
+		{"closing", "exit status 1: rdmaperf: perftest exchange, closing: timed out"},
+		{"end of the run", "exit status 1: rdmaperf: perftest exchange (rdma_cm), QP addresses: " + ptwire.ErrPeerClosed.Error()},
+		{"end of the run", "exit status 1: rdmaperf: perftest exchange (rdma_cm), end of the run: work request 0x1 on QP 0x4ef failed: IBV_WC_REM_ACCESS_ERR"},
+	} {
+		if ptPeerLeft(errors.New(tc.err), tc.step) {
+			t.Errorf("taken at %q: %s", tc.step, tc.err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/tools/perf/ptwire"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // How rdmaperf --perftest meets a perftest program: perftest's TCP exchange
@@ -62,10 +63,18 @@ func (m ptMessenger) WriteMsg(b []byte, d time.Duration) error {
 	return m.t.writeMsgCtx(ctx, b)
 }
 
+// ReadMsg reads the peer's next message; a connection the peer ended
+// first (a receive flushed by the disconnection, or the CM's end of the
+// connection) is ptwire.ErrPeerClosed, as end of stream is on TCP.
 func (m ptMessenger) ReadMsg(d time.Duration) ([]byte, error) {
 	ctx, cancel := m.within(d)
 	defer cancel()
-	return m.t.readMsg(ctx)
+	b, err := m.t.readMsg(ctx)
+	var we *uverbs.WCError
+	if err != nil && ctx.Err() == nil && (errors.As(err, &we) && we.WC.IsFlush() || m.t.conn.Err() != nil) {
+		err = fmt.Errorf("%w (%v)", ptwire.ErrPeerClosed, err)
+	}
+	return b, err
 }
 
 func (m ptMessenger) Close() error { return m.t.Close() }

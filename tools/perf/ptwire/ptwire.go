@@ -256,6 +256,12 @@ func (c *Conn) write(b []byte) error {
 	return nil
 }
 
+// ErrPeerClosed is a peer that ended the exchange's connection where
+// perftest expects another message: end of stream (TCP), or a receive
+// flushed by the disconnection (rdma_cm, where the Messenger says so by
+// wrapping it).
+var ErrPeerClosed = errors.New("the peer closed the connection: it failed or runs another test (see its own output)")
+
 // ErrTimeout is a peer that did not answer within Conn.Wait.
 var ErrTimeout = errors.New("the peer did not answer in time")
 
@@ -276,7 +282,7 @@ func (c *Conn) read(n int) ([]byte, error) {
 	case errors.As(err, &ne) && ne.Timeout():
 		err = fmt.Errorf("%w (%v): is it running the same test with the same -s, -n and -q?", ErrTimeout, c.Wait)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		err = errors.New("the peer closed the connection: it failed or runs another test (see its own output)")
+		err = ErrPeerClosed
 	}
 	if got > 0 {
 		return nil, fmt.Errorf("perftest exchange, %s: after %d of %d bytes %s: %w", c.step, got, n, Quote(b[:got]), err)
