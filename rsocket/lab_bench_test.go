@@ -37,6 +37,7 @@ const (
 	benchLatSize   = 64
 	benchRunLimit  = 3 * time.Minute // one run, either side: a peer gone on the other node ends the wait
 	benchServerEnv = "RSOCKET_BENCH_SERVER"
+	benchClientEnv = "RSOCKET_BENCH_CLIENT"
 )
 
 // benchCase is one of a round's runs of a pair: a bandwidth case moves
@@ -372,23 +373,61 @@ func benchServe(ctx context.Context, p benchPeer, addr string, bc benchCase) (*S
 // TestMain calls it): it serves one run, prints the connection's Stats and
 // returns the process's exit status.
 func benchServerMain(spec string) int {
+	return benchProcMain(benchServerEnv, spec, func(ctx context.Context, p benchPeer, addr string, bc benchCase) (*Stats, error) {
+		return benchServe(ctx, p, addr, bc)
+	})
+}
+
+// benchClientMain is the bench's Go client alone in a process
+// (RSOCKET_BENCH_CLIENT, the same spec; for investigations that watch one
+// process, e.g. under strace): it dials ADDR until something listens,
+// runs rstream's test as the client and prints rstream's result line
+// ("custom" and usec/xfer last, which rstreamTime reads) and the Stats.
+func benchClientMain(spec string) int {
+	return benchProcMain(benchClientEnv, spec, func(ctx context.Context, p benchPeer, addr string, bc benchCase) (*Stats, error) {
+		c, err := dialRetry(ctx, &Dialer{Options: benchOptions(p)}, addr)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			c.SetDeadline(dl)
+		}
+		d, err := rstreamTest(c, true, bc.size, bc.count, bc.iters, false)
+		if err != nil {
+			return nil, err
+		}
+		n := 2 * bc.count * bc.iters
+		fmt.Printf("custom %d %d %d %d %.2fs %.2f %.2f\n", bc.size, bc.count, bc.iters, n*bc.size,
+			d.Seconds(), float64(8*n*bc.size)/d.Seconds()/1e9, d.Seconds()*1e6/float64(n))
+		st := c.Stats()
+		return &st, nil
+	})
+}
+
+// benchProcMain parses spec ("ADDR SIZE COUNT ITERS POLL TCP", from the
+// environment variable env), runs one end of one bench run, prints its
+// Stats and returns the process's exit status.
+func benchProcMain(env, spec string, run func(context.Context, benchPeer, string, benchCase) (*Stats, error)) int {
 	var p benchPeer
 	var addr string
 	var bc benchCase
 	_, err := fmt.Sscan(spec, &addr, &bc.size, &bc.count, &bc.iters, &p.poll, &p.tcp)
 	if err != nil {
-		err = fmt.Errorf("%s=%q: %w (want ADDR SIZE COUNT ITERS POLL TCP)", benchServerEnv, spec, err)
+		err = fmt.Errorf("%s=%q: %w (want ADDR SIZE COUNT ITERS POLL TCP)", env, spec, err)
+	} else if p.tcp && env == benchClientEnv {
+		err = fmt.Errorf("%s: the client mode speaks rsockets only", env)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), benchRunLimit)
 		var st *Stats
-		st, err = benchServe(ctx, p, addr, bc)
+		st, err = run(ctx, p, addr, bc)
 		cancel()
 		if st != nil {
 			fmt.Println(benchStats(*st, bc))
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench server:", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", env, err)
 		return 1
 	}
 	return 0

@@ -473,6 +473,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(benchServerEnv); spec != "" {
 		os.Exit(benchServerMain(spec))
 	}
+	if spec := os.Getenv(benchClientEnv); spec != "" {
+		os.Exit(benchClientMain(spec))
+	}
 	if addr := os.Getenv("RSOCKET_HELPER_DIAL"); addr != "" {
 		c, err := Dial(context.Background(), "tcp", addr)
 		if err != nil {
