@@ -17,11 +17,19 @@ import (
 // its retire timer fires; a burst that outruns the reader fills the ring
 // rather than a socket buffer, and what does not fit is counted in
 // PACKET_STATISTICS' drops.
+//
+// The timer hands over a block however little it holds, so a reader that
+// falls behind while packets trickle in loses the ring after blocks ×
+// ringRetireMS, whatever the ring's size: with 32 blocks of 1 MiB that was
+// 640 ms, and a one-vCPU lab guest on a busy host dropped the tail of a
+// 5,000-frame burst that took longer than that to send (3,620 captured; CI,
+// 6.1, two nodes). Many small blocks keep both: 32 MiB for bursts and
+// 5 s of a stalled reader at any rate.
 const (
-	ringBlockSize = 1 << 20 // bytes per block (a power of two of pages)
-	ringBlocks    = 32      // blocks: 32 MiB, some 25,000 RoCE frames of MTU 1024
-	ringFrameSize = 1 << 11 // the kernel's frame accounting (V3 frames are variable)
-	ringRetireMS  = 20      // a partly filled block is handed over after this long
+	ringBytes     = 32 << 20  // the whole ring: some 25,000 RoCE frames of MTU 1024
+	ringBlockSize = 128 << 10 // bytes per block (a power of two of pages), more if a frame needs it
+	ringFrameSize = 1 << 11   // the kernel's frame accounting (V3 frames are variable)
+	ringRetireMS  = 20        // a partly filled block is handed over after this long
 )
 
 // Offsets in struct tpacket_block_desc (version, offset_to_priv, then
@@ -62,21 +70,22 @@ func setupRing(fd, snapLen int) (*ring, error) {
 	for blockSize < snapLen+bdHeaderLen+256 { // a whole frame must fit a block
 		blockSize *= 2
 	}
+	blocks := max(ringBytes/blockSize, 8)
 	req := unix.TpacketReq3{
 		Block_size:     uint32(blockSize),
-		Block_nr:       ringBlocks,
+		Block_nr:       uint32(blocks),
 		Frame_size:     ringFrameSize,
-		Frame_nr:       uint32(blockSize / ringFrameSize * ringBlocks),
+		Frame_nr:       uint32(blockSize / ringFrameSize * blocks),
 		Retire_blk_tov: ringRetireMS,
 	}
 	if err := unix.SetsockoptTpacketReq3(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
-		return nil, fmt.Errorf("capture: set up a %d MiB PACKET_RX_RING: %w", blockSize*ringBlocks>>20, err)
+		return nil, fmt.Errorf("capture: set up a %d MiB PACKET_RX_RING: %w", blockSize*blocks>>20, err)
 	}
-	mem, err := unix.Mmap(fd, 0, blockSize*ringBlocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(fd, 0, blockSize*blocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("capture: map the receive ring: %w", err)
 	}
-	return &ring{mem: mem, blockSize: blockSize, blocks: ringBlocks}, nil
+	return &ring{mem: mem, blockSize: blockSize, blocks: blocks}, nil
 }
 
 func (r *ring) block() []byte { return r.mem[r.cur*r.blockSize : (r.cur+1)*r.blockSize] }
