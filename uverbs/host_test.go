@@ -75,7 +75,8 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 
 // fakeSysfs roots the device lookups at a fake tree whose files are named
 // "verbs/..." for /sys/class/infiniband_verbs/... and "ib/..." for
-// /sys/class/infiniband/....
+// /sys/class/infiniband/..., with no RDMA netlink (in the lab the real one
+// would name the real devices).
 func fakeSysfs(t *testing.T, files map[string]string) {
 	t.Helper()
 	root := t.TempDir()
@@ -89,9 +90,10 @@ func fakeSysfs(t *testing.T, files map[string]string) {
 		tree[p] = v
 	}
 	writeTree(t, root, tree)
-	old := sysRoot
+	old, oldNL := sysRoot, netlinkInfo
 	sysRoot = sysfs.New(root)
-	t.Cleanup(func() { sysRoot = old })
+	netlinkInfo = func() map[string]nlDevice { return map[string]nlDevice{} }
+	t.Cleanup(func() { sysRoot, netlinkInfo = old, oldNL })
 }
 
 // TestDevicesNetdevsFromNetlink: with RDMA netlink answering, Devices
@@ -113,8 +115,6 @@ func TestDevicesNetdevsFromNetlink(t *testing.T) {
 		"ib/rxe0/ports/1/gid_attrs/ndevs/0": "eth0",
 		"ib/rxe0/ports/1/gid_attrs/ndevs/1": "eth0.5",
 	})
-	old := netlinkInfo
-	t.Cleanup(func() { netlinkInfo = old })
 	netlinkInfo = func() map[string]nlDevice {
 		return map[string]nlDevice{"rxe0": {driverID: 7, netdevs: []string{"eth0"}, ports: true}}
 	}
