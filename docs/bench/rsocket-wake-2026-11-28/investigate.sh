@@ -50,8 +50,8 @@ run() {
 		p=$!
 		rm -f /tmp/snap.txt
 		while kill -0 $p 2>/dev/null; do
-			s=$(sh $me/../gap-6.1-2026-11-25-threads/snap.sh $p)
-			[ -n "$s" ] && echo "$s" > /tmp/snap.txt
+			snap=$(sh $me/../gap-6.1-2026-11-25-threads/snap.sh $p)
+			[ -n "$snap" ] && echo "$snap" > /tmp/snap.txt
 			sleep 0.1
 		done
 		wait $p && return 0
