@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -419,8 +420,10 @@ func benchProcMain(env, spec string, run func(context.Context, benchPeer, string
 		err = fmt.Errorf("%s: the client mode speaks rsockets only", env)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), benchRunLimit)
+		stopTrace := benchTrace()
 		var st *Stats
 		st, err = run(ctx, p, addr, bc)
+		stopTrace()
 		cancel()
 		if st != nil {
 			fmt.Println(benchStats(*st, bc))
@@ -431,6 +434,26 @@ func benchProcMain(env, spec string, run func(context.Context, benchPeer, string
 		return 1
 	}
 	return 0
+}
+
+// benchTrace starts the Go runtime's execution tracer when
+// RSOCKET_BENCH_TRACE names a file (for investigations: the scheduler's
+// wake-ups, system calls and thread hand-offs of one bench process) and
+// returns what stops it.
+func benchTrace() (stop func()) {
+	name := os.Getenv("RSOCKET_BENCH_TRACE")
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "RSOCKET_BENCH_TRACE:", err)
+		return func() {}
+	}
+	return func() { trace.Stop(); f.Close() }
 }
 
 // benchStats says how often a Go end slept in the completion channel and
