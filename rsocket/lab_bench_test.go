@@ -386,6 +386,9 @@ func benchServerMain(spec string) int {
 // ("custom" and usec/xfer last, which rstreamTime reads) and the Stats.
 func benchClientMain(spec string) int {
 	return benchProcMain(benchClientEnv, spec, func(ctx context.Context, p benchPeer, addr string, bc benchCase) (*Stats, error) {
+		if p.tcp {
+			return nil, errors.New("the client mode speaks rsockets only")
+		}
 		c, err := dialRetry(ctx, &Dialer{Options: benchOptions(p)}, addr)
 		if err != nil {
 			return nil, err
@@ -416,8 +419,6 @@ func benchProcMain(env, spec string, run func(context.Context, benchPeer, string
 	_, err := fmt.Sscan(spec, &addr, &bc.size, &bc.count, &bc.iters, &p.poll, &p.tcp)
 	if err != nil {
 		err = fmt.Errorf("%s=%q: %w (want ADDR SIZE COUNT ITERS POLL TCP)", env, spec, err)
-	} else if p.tcp && env == benchClientEnv {
-		err = fmt.Errorf("%s: the client mode speaks rsockets only", env)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), benchRunLimit)
 		stopTrace := benchTrace()

@@ -98,18 +98,22 @@ func (f FS) Parent(dev string) string { return f.DeviceAttr(dev, "parent") }
 // Netdevs lists the network interfaces an RDMA device sits on: its parent
 // (rxe), then the netdevs its GID entries were made from, each once.
 func (f FS) Netdevs(dev string) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	add(f.Parent(dev))
+	names := []string{f.Parent(dev)}
 	ndevs, _ := filepath.Glob(filepath.Join(f.Path(ClassInfiniband), dev, "ports", "*", "gid_attrs", "ndevs", "*"))
 	for _, p := range ndevs {
-		add(readTrim(p))
+		names = append(names, readTrim(p))
+	}
+	return UniqueNames(names)
+}
+
+// UniqueNames is names without the empty and the repeated ones, in order
+// (a device's netdevs, from sysfs or from RDMA netlink).
+func UniqueNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -69,3 +69,13 @@ func TestUverbsDevicesMap(t *testing.T) {
 		t.Errorf("without ib_uverbs: %v, %v", m, err)
 	}
 }
+
+func TestUniqueNames(t *testing.T) {
+	got := UniqueNames([]string{"", "eth0", "v0", "eth0", "", "v0.5"})
+	if want := []string{"eth0", "v0", "v0.5"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("UniqueNames = %q, want %q", got, want)
+	}
+	if got := UniqueNames([]string{"", ""}); len(got) != 0 {
+		t.Errorf("UniqueNames of empty names = %q", got)
+	}
+}
