@@ -268,8 +268,8 @@ func TestOpenErrors(t *testing.T) {
 // the default size kept a few hundred), and the kernel reports no drops.
 // The pauses make the kernel's retire timer hand over a partly filled block
 // at each (as a slow sender on a busy host does): a ring of 32 blocks lost
-// the tail after 32 × 20 ms (it captured 3,620 of 5,000 in CI on a one-vCPU
-// guest, and 3,100 with the pauses on the host). A failure says which layer lost
+// the tail after 32 × 20 ms (it kept 3,620 of 5,000 in a make test run on a
+// one-vCPU guest, and 3,100 with the pauses on the host). A failure says which layer lost
 // frames: the CPU's backlog queue (/proc/net/softnet_stat: on loopback
 // the capture sees a datagram as it leaves that queue) or the ring
 // (PACKET_STATISTICS).
