@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -439,22 +441,33 @@ func benchProcMain(env, spec string, run func(context.Context, benchPeer, string
 
 // benchTrace starts the Go runtime's execution tracer when
 // RSOCKET_BENCH_TRACE names a file (for investigations: the scheduler's
-// wake-ups, system calls and thread hand-offs of one bench process) and
-// returns what stops it.
+// wake-ups, system calls and thread hand-offs of one bench process), and
+// its CPU profiler when RSOCKET_BENCH_CPUPROFILE does (where the process's
+// own time goes), and returns what stops them.
 func benchTrace() (stop func()) {
-	name := os.Getenv("RSOCKET_BENCH_TRACE")
+	stopTrace := benchProfile("RSOCKET_BENCH_TRACE", trace.Start, trace.Stop)
+	stopCPU := benchProfile("RSOCKET_BENCH_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	return func() { stopCPU(); stopTrace() }
+}
+
+// benchProfile runs start on the file the environment variable env names,
+// if any, and returns what stops it and closes the file.
+func benchProfile(env string, start func(io.Writer) error, stop func()) func() {
+	name := os.Getenv(env)
 	if name == "" {
 		return func() {}
 	}
 	f, err := os.Create(name)
 	if err == nil {
-		err = trace.Start(f)
+		if err = start(f); err != nil {
+			f.Close()
+		}
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "RSOCKET_BENCH_TRACE:", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", env, err)
 		return func() {}
 	}
-	return func() { trace.Stop(); f.Close() }
+	return func() { stop(); f.Close() }
 }
 
 // benchStats says how often a Go end slept in the completion channel and

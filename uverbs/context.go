@@ -491,12 +491,23 @@ type eventFile struct {
 
 	// Made once by newEventFile so that a read allocates nothing of its
 	// own: tryRead reads into buf and leaves n and rerr (all under mu),
-	// wake sets a past deadline to end a parked read.
+	// wake sets a past deadline to end a parked read (and woken, so
+	// that the next read clears it: only then).
 	buf     []byte
 	n       int
 	rerr    error
 	tryRead func(fd uintptr) bool
 	wake    func()
+	woken   atomic.Bool
+	watches [2]eventWatch // under mu: see watch
+}
+
+// eventWatch is one context registration of an eventFile: stop ends it;
+// done is the context's Done channel, which says whether the next read's
+// context is the same.
+type eventWatch struct {
+	done <-chan struct{}
+	stop func() bool
 }
 
 func newEventFile(fd int, name string) (*eventFile, error) {
@@ -518,7 +529,13 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 		e.n, e.rerr = sys.RawRead(int(fd), e.buf)
 		return e.rerr != syscall.EAGAIN
 	}
-	e.wake = func() { e.f.SetReadDeadline(time.Unix(1, 0)) }
+	e.wake = func() {
+		// The deadline first: a read that finds woken set clears it,
+		// and one that does not yet either fails at once on it or was
+		// woken by it, then finds its context done.
+		e.f.SetReadDeadline(time.Unix(1, 0))
+		e.woken.Store(true)
+	}
 	return e, nil
 }
 
@@ -526,5 +543,10 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 // ErrClosed.
 func (e *eventFile) Close() error {
 	e.closed.Store(true)
-	return e.f.Close()
+	err := e.f.Close()
+	e.mu.Lock()
+	e.watch(0, nil)
+	e.watch(1, nil)
+	e.mu.Unlock()
+	return err
 }

@@ -43,18 +43,19 @@ func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
 		if end != nil && end.Err() != nil {
 			return context.Cause(end)
 		}
-		if err := e.f.SetReadDeadline(time.Time{}); err != nil {
-			return err
+		if e.woken.Swap(false) {
+			if err := e.f.SetReadDeadline(time.Time{}); err != nil {
+				return err
+			}
 		}
-		stop := e.wakeWhenDone(ctx)
-		stopEnd := e.wakeWhenDone(end)
+		e.watch(0, ctx)
+		e.watch(1, end)
+		// A registration kept from an earlier read may have fired before
+		// the deadline was cleared: its context is done, so look again.
+		if ctx.Err() != nil || end != nil && end.Err() != nil {
+			continue
+		}
 		err := e.rc.Read(e.tryRead)
-		if stop != nil {
-			stop()
-		}
-		if stopEnd != nil {
-			stopEnd()
-		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				continue // ctx or end is done (checked above) or a stale deadline fired
@@ -71,15 +72,30 @@ func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
 	}
 }
 
-// wakeWhenDone arranges for a parked read to wake once ctx is done and
-// returns the function that cancels that, or nil when ctx is nil or can
-// never be done (context.Background): such a wait registers nothing, and
-// allocates nothing.
-func (e *eventFile) wakeWhenDone(ctx context.Context) func() bool {
-	if ctx == nil || ctx.Done() == nil {
-		return nil
+// watch arranges for a parked read to wake once ctx is done (slot 0 is the
+// read's ctx, slot 1 its end). The registration (context.AfterFunc) is
+// kept for the next read that passes a context with the same Done
+// channel, so that a caller waiting again and again with one cancellable
+// context (a connection's deadline, its lifetime) pays for it, and
+// allocates, once; a nil ctx or one that can never be done
+// (context.Background) drops the slot's registration and registers
+// nothing. Close drops both.
+func (e *eventFile) watch(slot int, ctx context.Context) {
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
 	}
-	return context.AfterFunc(ctx, e.wake)
+	w := &e.watches[slot]
+	if done != nil && done == w.done {
+		return
+	}
+	if w.stop != nil {
+		w.stop()
+	}
+	*w = eventWatch{}
+	if done != nil {
+		*w = eventWatch{done: done, stop: context.AfterFunc(ctx, e.wake)}
+	}
 }
 
 // CompChannel is a completion channel (struct ibv_comp_channel): a file

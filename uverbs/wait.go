@@ -18,8 +18,9 @@ import (
 // before the arming raises no event, and then the goroutine sleeps on the
 // CQ's completion channel (ibv_get_cq_event, parked on Go's netpoller, not
 // a thread) until the CQ or another CQ of the channel fires, and polls
-// again. The sleep allocates nothing of its own: only a ctx or end that
-// can be cancelled adds what context.AfterFunc allocates to wake it. A CQ
+// again. The sleep allocates nothing of its own: a ctx or end that can
+// be cancelled adds what context.AfterFunc allocates to wake it, once
+// while the same ones (the same Done channels) are passed again. A CQ
 // created without a channel is polled, yielding the processor between
 // empty polls. Wait returns an error wrapping ctx.Err() once ctx is
 // done and the CQ is empty, and ErrClosed once the CQ is closed.

@@ -1,0 +1,47 @@
+#!/bin/sh
+# Two VMs: which thread of a Go rsocket end runs, sleeps and wakes whom
+# during 64 B round trips. Both ends are this package's bench peers
+# alone in a process (node 0 serves, node 1 is the client); once the run
+# is under way each node records 200 ms of the kernel's scheduler events
+# INV_KIND=c traces rstream at both ends instead.
+# (sched_switch, sched_wakeup) and system call entries of its process's
+# threads with tracefs, into $INV_BIN/ftrace-node$N.txt (host directory).
+#   go test -c -o out/inv/rsocket.test ./rsocket
+#   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 2 -- sh docs/bench/rsocket-sched-2026-11-28/ftrace.sh
+B=${INV_BIN:-out/inv}
+I=${INV_ITERS:-4000}
+port=${INV_PORT:-19970}
+T=/sys/kernel/tracing
+[ -d $T/events ] || mount -t tracefs nodev $T
+if [ "$RDMALAB_NODE" = 0 ]; then
+	export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$port 64 1 $I false false"
+else
+	export RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$port 64 1 $I false false"
+fi
+K=${INV_KIND:-g}
+if [ "$K" = c ]; then
+	if [ "$RDMALAB_NODE" = 0 ]; then
+		rstream -S 64 -C 1 -I $I -T b -p $port -b $RDMALAB_ADDR > /tmp/out.txt 2>&1 &
+	else
+		sleep 1
+		rstream -S 64 -C 1 -I $I -T b -p $port -s $RDMALAB_PEER > /tmp/out.txt 2>&1 &
+	fi
+else
+	$B/rsocket.test > /tmp/out.txt 2>&1 &
+fi
+p=$!
+sleep 2
+echo 0 > $T/tracing_on
+echo > $T/trace
+echo 16384 > $T/buffer_size_kb
+ls /proc/$p/task | tr '\n' ' ' > $T/set_event_pid
+echo "threads: $(cat $T/set_event_pid)"
+echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
+echo 1 > $T/tracing_on
+sleep 0.2
+echo 0 > $T/tracing_on
+cat $T/trace > $B/ftrace-$K-node$RDMALAB_NODE.txt
+echo > $T/set_event
+wait $p
+echo "rc=$? $(cat /tmp/out.txt | tail -3)"
+wc -l $B/ftrace-$K-node$RDMALAB_NODE.txt
