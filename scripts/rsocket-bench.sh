@@ -7,9 +7,9 @@
 # server in a process of its own), alternating, REPS rounds (default 5):
 # bandwidth in 64 KiB and in 1 MiB transfers, and 64 B round trips.
 #   --nodes 1 (default): one lab VM, rxe looping back, both ends in it;
-#     32 MiB each way per bandwidth run, 500 round trips.
+#     32 MiB each way per bandwidth run, 1,000 round trips.
 #   --nodes 2: server on node 0, client on node 1, over the emulated wire
-#     between the two VMs; 16 MiB each way, 200 round trips.
+#     between the two VMs; 16 MiB each way, 1,000 round trips.
 # The client's node prints every figure and a Markdown table of medians,
 # ranges and ratios to rstream-to-rstream in the same boot (absolute
 # figures mean little under emulation).

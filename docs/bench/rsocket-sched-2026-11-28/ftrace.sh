@@ -1,11 +1,14 @@
 #!/bin/sh
-# Two VMs: which thread of a Go rsocket end runs, sleeps and wakes whom
-# during 64 B round trips. Both ends are this package's bench peers
-# alone in a process (node 0 serves, node 1 is the client); once the run
+# Two VMs: which thread of an rsocket end runs, sleeps and wakes whom,
+# and where its time on the CPU goes, during 64 B round trips (rstream's
+# -S 64 -C 1 -T b). Go ends are this package's bench peers alone in a
+# process; node 0 serves, node 1 is the client. Once each run
 # is under way each node records 200 ms of the kernel's scheduler events
-# INV_KIND=c traces rstream at both ends instead.
-# (sched_switch, sched_wakeup) and system call entries of its process's
-# threads with tracefs, into $INV_BIN/ftrace-node$N.txt (host directory).
+# (sched_switch, sched_wakeup) and system call entries and exits of its
+# process's threads with tracefs, into $INV_BIN/ftrace-$KIND-node$N.txt
+# (host directory). INV_KIND lists what runs, one after the other in one
+# boot: c (rstream at both ends), g (the Go peers); default "c g".
+# oncpu.py splits each trace's time on the CPU.
 #   go test -c -o out/inv/rsocket.test ./rsocket
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 2 -- sh docs/bench/rsocket-sched-2026-11-28/ftrace.sh
 B=${INV_BIN:-out/inv}
@@ -13,35 +16,37 @@ I=${INV_ITERS:-4000}
 port=${INV_PORT:-19970}
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs nodev $T
-if [ "$RDMALAB_NODE" = 0 ]; then
-	export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$port 64 1 $I false false"
-else
-	export RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$port 64 1 $I false false"
-fi
-K=${INV_KIND:-g}
-if [ "$K" = c ]; then
+for K in ${INV_KIND:-c g}; do
 	if [ "$RDMALAB_NODE" = 0 ]; then
-		rstream -S 64 -C 1 -I $I -T b -p $port -b $RDMALAB_ADDR > /tmp/out.txt 2>&1 &
+		export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$port 64 1 $I false false"
 	else
-		sleep 1
-		rstream -S 64 -C 1 -I $I -T b -p $port -s $RDMALAB_PEER > /tmp/out.txt 2>&1 &
+		export RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$port 64 1 $I false false"
 	fi
-else
-	$B/rsocket.test > /tmp/out.txt 2>&1 &
-fi
-p=$!
-sleep 2
-echo 0 > $T/tracing_on
-echo > $T/trace
-echo 16384 > $T/buffer_size_kb
-ls /proc/$p/task | tr '\n' ' ' > $T/set_event_pid
-echo "threads: $(cat $T/set_event_pid)"
-echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
-echo 1 > $T/tracing_on
-sleep 0.2
-echo 0 > $T/tracing_on
-cat $T/trace > $B/ftrace-$K-node$RDMALAB_NODE.txt
-echo > $T/set_event
-wait $p
-echo "rc=$? $(cat /tmp/out.txt | tail -3)"
-wc -l $B/ftrace-$K-node$RDMALAB_NODE.txt
+	if [ "$K" = c ]; then
+		if [ "$RDMALAB_NODE" = 0 ]; then
+			rstream -S 64 -C 1 -I $I -T b -p $port -b $RDMALAB_ADDR > /tmp/out.txt 2>&1 &
+		else
+			sleep 1
+			rstream -S 64 -C 1 -I $I -T b -p $port -s $RDMALAB_PEER > /tmp/out.txt 2>&1 &
+		fi
+	else
+		$B/rsocket.test > /tmp/out.txt 2>&1 &
+	fi
+	p=$!
+	sleep 2
+	echo 0 > $T/tracing_on
+	echo > $T/trace
+	echo 16384 > $T/buffer_size_kb
+	ls /proc/$p/task | tr '\n' ' ' > $T/set_event_pid
+	echo "threads: $(cat $T/set_event_pid)"
+	echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
+	echo 1 > $T/tracing_on
+	sleep 0.2
+	echo 0 > $T/tracing_on
+	cat $T/trace > $B/ftrace-$K-node$RDMALAB_NODE.txt
+	echo > $T/set_event
+	wait $p
+	echo "rc=$? $(cat /tmp/out.txt | tail -3)"
+	wc -l $B/ftrace-$K-node$RDMALAB_NODE.txt
+	port=$((port+1))
+done
