@@ -8,7 +8,9 @@
 # process's threads with tracefs, into $INV_BIN/ftrace-$KIND-node$N.txt
 # (host directory). INV_KIND lists what runs, one after the other in one
 # boot: c (rstream at both ends), g (the Go peers); default "c g".
-# oncpu.py splits each trace's time on the CPU.
+# oncpu.py splits each trace's time on the CPU. With INV_UPROBES naming a
+# file of uprobes.sh, the Go runs also record entries of the functions it
+# lists (uprobes on $INV_BIN/rsocket.test); critical.py reads them.
 #   go test -c -o out/inv/rsocket.test ./rsocket
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 2 -- sh docs/bench/rsocket-sched-2026-11-28/ftrace.sh
 B=${INV_BIN:-out/inv}
@@ -40,11 +42,19 @@ for K in ${INV_KIND:-c g}; do
 	ls /proc/$p/task | tr '\n' ' ' > $T/set_event_pid
 	echo "threads: $(cat $T/set_event_pid)"
 	echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
+	if [ "$K" = g ] && [ -n "$INV_UPROBES" ]; then
+		bin=$(realpath $B/rsocket.test)
+		while read name off; do
+			echo "p:rdmago/$name $bin:$off" >> $T/uprobe_events
+		done < $INV_UPROBES
+		echo 1 > $T/events/rdmago/enable
+	fi
 	echo 1 > $T/tracing_on
 	sleep 0.2
 	echo 0 > $T/tracing_on
 	cat $T/trace > $B/ftrace-$K-node$RDMALAB_NODE.txt
 	echo > $T/set_event
+	[ -d $T/events/rdmago ] && echo 0 > $T/events/rdmago/enable && echo > $T/uprobe_events
 	wait $p
 	echo "rc=$? $(cat /tmp/out.txt | tail -3)"
 	wc -l $B/ftrace-$K-node$RDMALAB_NODE.txt
