@@ -1,9 +1,10 @@
 #!/bin/sh
 # Two VMs, one boot: rstream's 64 B latency test (-S 64 -C 1 -I $INV_ITERS
 # -T b) with both ends rstream (c) or both ends the rsocket test binary's
-# bench peers built before (o: $INV_BIN/rsocket-old.test) and after (n:
-# $INV_BIN/rsocket.test) a change, alternating c o n n o c, $INV_REPS
-# rounds; prints the client's usec/xfer of each run.
+# bench peers built before (o: $INV_OLD, default $INV_BIN/rsocket-old.test)
+# and after (n: $INV_NEW, default $INV_BIN/rsocket.test) a change,
+# alternating c o n n o c, $INV_REPS rounds; prints the client's usec/xfer
+# (rstream's figure: half a round trip) of each run.
 #   git stash; go test -c -o out/inv/rsocket-old.test ./rsocket; git stash pop
 #   go test -c -o out/inv/rsocket.test ./rsocket
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 2 -- sh docs/bench/rsocket-sched-2026-11-28/ab.sh
@@ -20,8 +21,8 @@ run() {
 	case $1 in
 	c) if [ "$RDMALAB_NODE" = 0 ]; then set -- rstream -S 64 -C 1 -I $I -T b -p $2 -b $RDMALAB_ADDR
 	   else set -- rstream -S 64 -C 1 -I $I -T b -p $2 -s $RDMALAB_PEER; fi ;;
-	o) set -- $B/rsocket-old.test ;;
-	n) set -- $B/rsocket.test ;;
+	o) set -- ${INV_OLD:-$B/rsocket-old.test} ;;
+	n) set -- ${INV_NEW:-$B/rsocket.test} ;;
 	esac
 	n=0
 	while :; do
