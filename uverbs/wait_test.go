@@ -113,46 +113,34 @@ func TestWaitArmsAndSleeps(t *testing.T) {
 // A Wait that sleeps (arms the CQ, parks on the channel, is woken by the
 // event) allocates nothing of its own when ctx cannot be cancelled
 // (TestWaitSleepsKeepsWatch: nor, after the first, with a cancellable one).
-// A goroutine plays the kernel: each REQ_NOTIFY_CQ it reads is answered
-// with a completion and an event.
+// fakeKernel plays the kernel.
 func TestWaitSleepsNoAlloc(t *testing.T) {
 	cq, cmds, event := fakeChannelCQ(t)
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var b [64]byte
-		for {
-			select {
-			case <-quit:
-				return
-			default:
-			}
-			if n, _ := unix.Read(cmds, b[:]); n <= 0 {
-				time.Sleep(20 * time.Microsecond)
-				continue
-			}
-			fakeProduce(cq, 1)
-			fakeEvent(t, event, cq)
-		}
-	}()
-	defer func() { close(quit); <-done }()
+	fakeKernel(t, cq, cmds, event)
 	ctx := context.Background()
 	wcs := make([]WC, 4)
+	checkSleepingWaitAllocs(t, cq, "a sleeping Wait", func() (int, error) { return cq.Wait(ctx, wcs) })
+}
+
+// checkSleepingWaitAllocs runs wait (a Wait that sleeps once, fakeKernel
+// answering) 100 times and fails t, saying what, unless it allocated
+// nothing and slept on the channel.
+func checkSleepingWaitAllocs(t *testing.T, cq *CQ, what string, wait func() (int, error)) {
+	t.Helper()
 	before := cq.compEvents
 	allocs := testing.AllocsPerRun(100, func() {
-		if n, err := cq.Wait(ctx, wcs); n != 1 || err != nil {
-			panic("Wait did not return the completion")
+		if n, err := wait(); n != 1 || err != nil {
+			panic(what + " did not return the completion")
 		}
 	})
 	switch {
 	case raceBuild:
-		t.Logf("-race: a sleeping Wait allocates %.1f times per call (the detector's read path; not checked)", allocs)
+		t.Logf("-race: %s: %.1f allocations per call (the detector's read path; not checked)", what, allocs)
 	case allocs != 0:
-		t.Errorf("a sleeping Wait allocates %.1f times per call, want 0", allocs)
+		t.Errorf("%s: %.1f allocations per call, want 0", what, allocs)
 	}
 	if cq.compEvents == before {
-		t.Error("no Wait slept on the channel: the test measured the poll only")
+		t.Errorf("%s: none slept on the channel (the test measured the poll only)", what)
 	}
 }
 
@@ -195,21 +183,10 @@ func TestWaitSleepsKeepsWatch(t *testing.T) {
 	defer stop(nil)
 	cqs := []*CQ{cq}
 	wcs := make([]WC, 4)
-	before := cq.compEvents
-	allocs := testing.AllocsPerRun(100, func() {
-		if n, _, err := WaitCQs(ctx, end, wcs, cqs...); n != 1 || err != nil {
-			panic("WaitCQs did not return the completion")
-		}
+	checkSleepingWaitAllocs(t, cq, "sleeping Waits with the same cancellable contexts", func() (int, error) {
+		n, _, err := WaitCQs(ctx, end, wcs, cqs...)
+		return n, err
 	})
-	switch {
-	case raceBuild:
-		t.Logf("-race: a sleeping Wait allocates %.1f times per call (not checked)", allocs)
-	case allocs != 0:
-		t.Errorf("sleeping Waits with the same cancellable contexts allocate %.1f times per call, want 0", allocs)
-	}
-	if cq.compEvents == before {
-		t.Error("no Wait slept on the channel: the test measured the poll only")
-	}
 
 	// On a second CQ, played by hand: a wait with a that the event ends,
 	// then one with a again (its registration kept) that cancelling a

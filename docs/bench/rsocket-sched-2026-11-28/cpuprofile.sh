@@ -9,9 +9,7 @@ B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-8000}
 port=19990
 export RSOCKET_BENCH_CPUPROFILE=$B/cpu-node$RDMALAB_NODE.pprof
-if [ "$RDMALAB_NODE" = 0 ]; then
-	export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$port 64 1 $I false false"
-else
-	export RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$port 64 1 $I false false"
-fi
-$B/rsocket.test
+. "$(dirname "$0")/pair.sh"
+start_end g $port $I
+wait $p
+cat /tmp/out.txt

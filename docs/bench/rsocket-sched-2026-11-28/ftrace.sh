@@ -16,25 +16,11 @@
 B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-4000}
 port=${INV_PORT:-19970}
+. "$(dirname "$0")/pair.sh"
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs nodev $T
 for K in ${INV_KIND:-c g}; do
-	if [ "$RDMALAB_NODE" = 0 ]; then
-		export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$port 64 1 $I false false"
-	else
-		export RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$port 64 1 $I false false"
-	fi
-	if [ "$K" = c ]; then
-		if [ "$RDMALAB_NODE" = 0 ]; then
-			rstream -S 64 -C 1 -I $I -T b -p $port -b $RDMALAB_ADDR > /tmp/out.txt 2>&1 &
-		else
-			sleep 1
-			rstream -S 64 -C 1 -I $I -T b -p $port -s $RDMALAB_PEER > /tmp/out.txt 2>&1 &
-		fi
-	else
-		$B/rsocket.test > /tmp/out.txt 2>&1 &
-	fi
-	p=$!
+	start_end $K $port $I
 	sleep 2
 	echo 0 > $T/tracing_on
 	echo > $T/trace
