@@ -54,12 +54,14 @@ type benchCase struct {
 
 // benchCases: bandwidth in 64 KiB and in 1 MiB transfers, bw bytes each
 // way, and lat round trips of 64 B. Across two VMs a run moves half as
-// much: each VM has one vCPU there, and a round is then about 35 s (3
-// rounds of 10 pairs on 6.1: 105 s with the boot).
+// much: each VM has one vCPU there, and a round of 10 pairs is then about
+// 50 s on 6.1 (7 rounds: 6 minutes with the boot); one VM's round of 12
+// pairs about 60 s.
 func benchCases(twoNodes bool) []benchCase {
-	// 1,000 round trips: with 200 a Go end's first ones (its code paged
-	// in from the lab's shared directory, about twice as slow for the
-	// first 20) weighed on the figure (docs/bench/rsocket-sched-2026-11-28).
+	// 1,000 round trips: with 200 a Go end's first ones (up to twice as
+	// slow for its first 20, read as its code being paged in from the
+	// lab's shared directory) weighed on the figure
+	// (docs/bench/rsocket-sched-2026-11-28).
 	bw, lat := 32<<20, 1000 // one VM: 64 MiB moved per bandwidth run
 	if twoNodes {
 		bw = 16 << 20

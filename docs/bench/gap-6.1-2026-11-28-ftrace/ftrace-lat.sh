@@ -2,18 +2,18 @@
 # One VM: where a latency client's time goes, perftest's ib_$TEST (c)
 # against rdmaperf's (g), both against perftest's server, alternating
 # c g c g: once a run is under way, 200 ms of the client's threads traced
-# with tracefs (sched_switch, sched_wakeup, system call entries and exits)
+# with tracefs (trace_threads of docs/bench/rsocket-sched-2026-11-28/lib.sh)
 # into $INV_BIN/ftrace-lat-$TOOL-$ROUND.txt (host directory), read with
 # docs/bench/rsocket-sched-2026-11-28/oncpu.py.
 #   go build -o out/inv/rdmaperf ./cmd/rdmaperf
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 1 -- sh docs/bench/gap-6.1-2026-11-28-ftrace/ftrace-lat.sh
 here=docs/bench/gap-6.1-2026-11-24
-INV_ITERS=${INV_ITERS:-50000}
+INV_ITERS=${INV_ITERS:-200000} # long enough to be running 2 s in: 13-28 µs each
 . $here/common.sh
+. docs/bench/rsocket-sched-2026-11-28/lib.sh
 B=${INV_BIN:-out/inv}
 TEST=${INV_TEST:-send_lat}
 S=${INV_SIZE:-2}
-T=/sys/kernel/tracing
 port=19900
 r=0
 for tool in ${INV_TOOLS:-c g c g}; do
@@ -28,18 +28,7 @@ for tool in ${INV_TOOLS:-c g c g}; do
 	esac
 	cpid=$!
 	sleep 1.5
-	echo 0 > $T/tracing_on
-	echo > $T/trace
-	echo 16384 > $T/buffer_size_kb
-	ls /proc/$cpid/task | tr '\n' ' ' > $T/set_event_pid
-	echo "client threads: $(cat $T/set_event_pid)"
-	echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
-	echo 1 > $T/tracing_on
-	sleep 0.2
-	echo 0 > $T/tracing_on
-	cat $T/trace > $B/ftrace-lat-$tool-$r.txt
-	echo > $T/set_event
-	echo > $T/set_event_pid
+	trace_threads $cpid 0.2 $B/ftrace-lat-$tool-$r.txt || echo "=== $r $tool: not traced"
 	wait $cpid; crc=$?
 	wait $spid
 	echo "=== $r $tool rc=$crc $(grep -E "^ +$S " /tmp/cli.out)"

@@ -12,27 +12,14 @@ B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-2000}
 R=${INV_REPS:-4}
 port=20100
+. "$(dirname "$0")/lib.sh"
 run() {
-	if [ "$RDMALAB_NODE" = 0 ]; then
-		export RSOCKET_BENCH_SERVER="$RDMALAB_ADDR:$2 64 1 $I false false" RSOCKET_BENCH_CLIENT=
-	else
-		export RSOCKET_BENCH_SERVER= RSOCKET_BENCH_CLIENT="$RDMALAB_PEER:$2 64 1 $I false false"
-	fi
 	case $1 in
-	c) if [ "$RDMALAB_NODE" = 0 ]; then set -- rstream -S 64 -C 1 -I $I -T b -p $2 -b $RDMALAB_ADDR
-	   else set -- rstream -S 64 -C 1 -I $I -T b -p $2 -s $RDMALAB_PEER; fi ;;
-	o) set -- ${INV_OLD:-$B/rsocket-old.test} ;;
-	n) set -- ${INV_NEW:-$B/rsocket.test} ;;
+	c) start_end c $2 $I ;;
+	o) start_end g $2 $I ${INV_OLD:-$B/rsocket-old.test} ;;
+	n) start_end g $2 $I ${INV_NEW:-$B/rsocket.test} ;;
 	esac
-	n=0
-	while :; do
-		"$@" > /tmp/out.txt 2>&1 && return 0
-		[ "$RDMALAB_NODE" = 0 ] || ! grep -q -i refused /tmp/out.txt && break
-		n=$((n+1))
-		[ $n -gt 100 ] && break
-		sleep 0.2
-	done
-	echo "FAILED: $*"; sed 's/^/  | /' /tmp/out.txt
+	wait $p || { echo "FAILED: $1"; sed 's/^/  | /' /tmp/out.txt; }
 }
 for r in $(seq $R); do
 	for k in c o n n o c; do

@@ -9,7 +9,7 @@ B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-8000}
 port=19990
 export RSOCKET_BENCH_CPUPROFILE=$B/cpu-node$RDMALAB_NODE.pprof
-. "$(dirname "$0")/pair.sh"
+. "$(dirname "$0")/lib.sh"
 start_end g $port $I
 wait $p
 cat /tmp/out.txt

@@ -16,31 +16,13 @@
 B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-4000}
 port=${INV_PORT:-19970}
-. "$(dirname "$0")/pair.sh"
-T=/sys/kernel/tracing
-[ -d $T/events ] || mount -t tracefs nodev $T
+. "$(dirname "$0")/lib.sh"
 for K in ${INV_KIND:-c g}; do
 	start_end $K $port $I
 	sleep 2
-	echo 0 > $T/tracing_on
-	echo > $T/trace
-	echo 16384 > $T/buffer_size_kb
-	ls /proc/$p/task | tr '\n' ' ' > $T/set_event_pid
-	echo "threads: $(cat $T/set_event_pid)"
-	echo 'sched:sched_switch sched:sched_wakeup raw_syscalls:sys_enter raw_syscalls:sys_exit' > $T/set_event
-	if [ "$K" = g ] && [ -n "$INV_UPROBES" ]; then
-		bin=$(realpath $B/rsocket.test)
-		while read name off; do
-			echo "p:rdmago/$name $bin:$off" >> $T/uprobe_events
-		done < $INV_UPROBES
-		echo 1 > $T/events/rdmago/enable
-	fi
-	echo 1 > $T/tracing_on
-	sleep 0.2
-	echo 0 > $T/tracing_on
-	cat $T/trace > $B/ftrace-$K-node$RDMALAB_NODE.txt
-	echo > $T/set_event
-	[ -d $T/events/rdmago ] && echo 0 > $T/events/rdmago/enable && echo > $T/uprobe_events
+	UPROBES= UPROBES_BIN=$B/rsocket.test
+	[ "$K" = g ] && UPROBES=$INV_UPROBES
+	trace_threads $p 0.2 $B/ftrace-$K-node$RDMALAB_NODE.txt
 	wait $p
 	echo "rc=$? $(cat /tmp/out.txt | tail -3)"
 	wc -l $B/ftrace-$K-node$RDMALAB_NODE.txt

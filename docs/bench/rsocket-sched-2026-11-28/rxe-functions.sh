@@ -7,7 +7,7 @@
 B=${INV_BIN:-out/inv}
 I=3000
 port=20700
-. "$(dirname "$0")/pair.sh"
+. "$(dirname "$0")/lib.sh"
 T=/sys/kernel/tracing
 [ -d $T/events ] || mount -t tracefs nodev $T
 for K in c g; do
