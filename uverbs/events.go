@@ -47,12 +47,14 @@ func (e *eventFile) readLocked(ctx, end context.Context, buf []byte) error {
 			if err := e.f.SetReadDeadline(time.Time{}); err != nil {
 				return err
 			}
-			// The wake-up just undone may have been for ctx or end
-			// (a registration kept from an earlier read): look again.
-			continue
 		}
 		e.watch(0, ctx)
 		e.watch(1, end)
+		// A registration kept from an earlier read may have fired before
+		// the deadline was cleared: its context is done, so look again.
+		if ctx.Err() != nil || end != nil && end.Err() != nil {
+			continue
+		}
 		err := e.rc.Read(e.tryRead)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -90,9 +92,9 @@ func (e *eventFile) watch(slot int, ctx context.Context) {
 	if w.stop != nil {
 		w.stop()
 	}
-	*w = eventWatch{done: done}
+	*w = eventWatch{}
 	if done != nil {
-		w.stop = context.AfterFunc(ctx, e.wake)
+		*w = eventWatch{done: done, stop: context.AfterFunc(ctx, e.wake)}
 	}
 }
 
