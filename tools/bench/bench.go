@@ -232,8 +232,13 @@ type benchOptionsJSON struct {
 	BWSizes   []int    `json:"bw_sizes"`
 	LatSizes  []int    `json:"lat_sizes"`
 	BWBytes   int64    `json:"bw_bytes"`
+	MinIters  int      `json:"min_iters,omitempty"`
+	MaxIters  int      `json:"max_iters,omitempty"`
 	LatIters  int      `json:"lat_iters"`
 	LatIters2 int      `json:"lat_iters_two_vms"`
+	Syscalls  bool     `json:"syscalls"`
+	ConnSetup bool     `json:"conn_setup"`
+	HostBench bool     `json:"host_bench"`
 }
 
 // bencher runs one bench.
@@ -283,7 +288,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	b.rep = &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
 		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{}, Clocksource: map[string]string{}, KernelArgs: o.Append,
-		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, LatIters: o.LatIters, LatIters2: o.LatIters2},
+		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, MinIters: o.MinIters, MaxIters: o.MaxIters, LatIters: o.LatIters, LatIters2: o.LatIters2,
+			Syscalls: o.Syscalls, ConnSetup: o.ConnSetup, HostBench: o.HostBench},
 	}
 	if o.Compare != "" {
 		before, err := readReport(o.Compare)

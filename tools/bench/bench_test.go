@@ -252,6 +252,22 @@ func TestBenchMarkdownKernelArgs(t *testing.T) {
 	}
 }
 
+// TestBenchMarkdownReproducesSizes: the reproduce line carries the run's
+// sizes and sections (a two-VM latency report of 2,000 iterations said
+// nothing of them, and its command ran 50).
+func TestBenchMarkdownReproducesSizes(t *testing.T) {
+	r := testReport()
+	r.Options.BWBytes, r.Options.MinIters, r.Options.MaxIters = 16<<20, 100, 20000
+	r.Options.LatIters, r.Options.LatIters2 = 10000, 2000
+	r.Options.Budget = 720
+	r.Options.Syscalls, r.Options.ConnSetup, r.Options.HostBench = false, true, false
+	want := "go run ./cmd/rdmalab bench --kernel 6.1 --append '' --nodes 1,2 --reps 2 --max-reps 12 --ci-width 0.05 --tests write_bw,write_lat --bw-sizes 64,4096 --lat-sizes 2" +
+		" --bw-bytes 16777216 --min-iters 100 --max-iters 20000 --lat-iters 10000 --lat-iters-2 2000 --budget 12m0s --glitch-retries 3 --syscalls=false --conn=true --host=false\n"
+	if md := benchMarkdown(r); !strings.Contains(md, want) {
+		t.Errorf("reproduce line: want\n%s\nin\n%s", want, md)
+	}
+}
+
 func TestBWChart(t *testing.T) {
 	b, err := bwChart(testReport())
 	if err != nil {

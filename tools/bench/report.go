@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The report: medians over the repetitions and the spread (min–max) of
@@ -384,8 +385,13 @@ func benchMarkdown(r *Report) string {
 	if r.Options.Short {
 		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short --kernel %s --append %s\n```\n", kernel, appendArg)
 	} else {
-		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --append %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s\n```\n",
-			kernel, appendArg, joinInts(r.Topologies), r.Reps, r.Options.MaxReps, r.Options.CIWidth, strings.Join(r.Options.Tests, ","), joinInts(r.Options.BWSizes), joinInts(r.Options.LatSizes))
+		// The run's sizes and sections too: a latency run's iterations
+		// change what t_typical is the median of.
+		o := r.Options
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --append %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s"+
+			" --bw-bytes %d --min-iters %d --max-iters %d --lat-iters %d --lat-iters-2 %d --budget %v --glitch-retries %d --syscalls=%t --conn=%t --host=%t\n```\n",
+			kernel, appendArg, joinInts(r.Topologies), r.Reps, o.MaxReps, o.CIWidth, strings.Join(o.Tests, ","), joinInts(o.BWSizes), joinInts(o.LatSizes),
+			o.BWBytes, o.MinIters, o.MaxIters, o.LatIters, o.LatIters2, time.Duration(o.Budget*float64(time.Second)), o.Retries, o.Syscalls, o.ConnSetup, o.HostBench)
 	}
 	return b.String()
 }
