@@ -1,7 +1,8 @@
 #!/bin/sh
 # What the kernel does for a latency client's operations, perftest's
 # ib_$TEST (c) against rdmaperf's (g), both against perftest's server,
-# alternating $INV_TOOLS (c g c g): once a run is under way, 300 ms of
+# alternating $INV_TOOLS (c g c g; a TOOL:MODE item sets transparent huge
+# pages to MODE first, on every node): once a run is under way, 300 ms of
 # function_graph on the uverbs and rxe functions below only (each closing
 # line names its function and gives its time, children included, and
 # every line its time stamp) into $INV_BIN/doorbell-$TOOL-$ROUND.txt, read
@@ -11,6 +12,10 @@
 # packets arrive in softirqs). With INV_TRACE=sched, the client's threads'
 # scheduler events and system calls instead (trace_threads of lib.sh, into
 # $INV_BIN/sched-$TOOL-$ROUND.txt, read with ../rsocket-sched-2026-11-28/oncpu.py).
+# With INV_TRACE=none, no tracer: the client node's interrupt, softirq,
+# context-switch, rxe and netdev counters over each whole client run, into
+# $INV_BIN/counts-$TOOL-$ROUND.txt (the client's threads' switches are
+# gone by then: not counted).
 #   go build -o out/inv/rdmaperf ./cmd/rdmaperf
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 1 -- sh docs/bench/gap-6.1-2026-11-28-ftrace/doorbell.sh
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 --nodes 2 --env INV_TEST=read_lat -- sh docs/bench/gap-6.1-2026-11-28-ftrace/doorbell.sh
@@ -19,6 +24,12 @@ INV_ITERS=${INV_ITERS:-200000}
 . $here/common.sh
 . docs/bench/rsocket-sched-2026-11-28/lib.sh
 B=${INV_BIN:-out/inv}
+# thp MODE sets transparent huge pages (always, never) on this node.
+thp() {
+	echo $1 > /sys/kernel/mm/transparent_hugepage/enabled
+	echo "THP now $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+}
+[ -z "$INV_THP" ] || thp $INV_THP # e.g. never: Go's heap gets huge pages, C's malloc small ones
 TEST=${INV_TEST:-send_lat}
 S=${INV_SIZE:-2}
 T=/sys/kernel/tracing
@@ -33,6 +44,10 @@ counts() {
 	awk 'NR > 1 {n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; print "irq:" $1, n}' /proc/interrupts
 	awk 'NR > 1 {n = 0; for (i = 2; i <= NF; i++) n += $i; print "softirq:" $1, n}' /proc/softirqs
 	awk '$1 == "ctxt" || $1 == "intr" {print $1, $2}' /proc/stat
+	for f in /sys/class/infiniband/$d/ports/1/hw_counters/*; do
+		echo "rxe:${f##*/} $(cat $f)"
+	done
+	awk -F'[: ]+' 'NR > 2 && $2 != "lo" {print "net:" $2 ":rx_packets", $4; print "net:" $2 ":tx_packets", $12}' /proc/net/dev
 	for t in /proc/$cpid/task/*; do
 		awk -v t=${t##*/} '/^(voluntary|nonvoluntary)_ctxt_switches/ {print "thread" t ":" $1, $2}' $t/status
 	done
@@ -40,6 +55,7 @@ counts() {
 r=0
 for tool in ${INV_TOOLS:-c g c g}; do
 	r=$((r+1))
+	case $tool in *:*) thp ${tool#*:}; tool=${tool%%:*} ;; esac # TOOL:THP
 	port=$((port+1))
 	if [ -z "$RDMALAB_PEER" ] || [ "$RDMALAB_NODE" = 0 ]; then
 		ib_$TEST -s $S -n $N -d $d -x $gid -p $port -F > /tmp/srv.out 2>&1 &
@@ -55,6 +71,16 @@ for tool in ${INV_TOOLS:-c g c g}; do
 	g) $B/rdmaperf $TEST --perftest -s $S -n $N -d $d -x $gid -p $port $server > /tmp/cli.out 2>&1 & ;;
 	esac
 	cpid=$!
+	if [ "$INV_TRACE" = none ]; then
+		# No tracer: the node's counters over the client's whole run.
+		counts > /tmp/counts.before
+		wait $cpid; crc=$?
+		counts > /tmp/counts.after
+		paste /tmp/counts.before /tmp/counts.after | awk '$4 != $2 {print "  " $1, $4 - $2}' > $B/counts-$tool-$r.txt
+		echo "=== $r $tool rc=$crc $(grep -E "^ +$S " /tmp/cli.out)"
+		[ -n "$RDMALAB_PEER" ] || wait $spid
+		continue
+	fi
 	sleep 1.5
 	if [ "$INV_TRACE" = sched ] && [ -d /proc/$cpid/task ]; then
 		counts > /tmp/counts.before
