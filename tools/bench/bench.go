@@ -654,16 +654,18 @@ func (b *bencher) cases(nodes int) []*benchCase {
 	return cs
 }
 
+// guestPerf is where each guest runs rdmaperf from: a copy in its tmpfs,
+// which discover makes. The lab's project share, where the build is, is a
+// 9p mount without a page cache, and every start of a binary from there
+// reads it again from the host (600-640 9p requests per rdmaperf run, against
+// none from the copy: docs/bench/gap-6.1-2026-11-28-ftrace), while perftest's
+// programs come from the cached root.
+const guestPerf = "/tmp/rdmaperf-bench"
+
 // discover finds each node's device, address and RoCE v2 IPv4 GID index,
-// and the clock rate perftest will use.
+// and the clock rate perftest will use, and copies rdmaperf to guestPerf.
 func (b *bencher) discover() error {
-	const script = `d=$RDMALAB_DEV; p=/sys/class/infiniband/$d/ports/1
-for f in $p/gids/*; do i=${f##*/}; g=$(cat $f 2>/dev/null); t=$(cat $p/gid_attrs/types/$i 2>/dev/null)
-  case "$t/$g" in "RoCE v2/0000:0000:0000:0000:0000:ffff:"*) echo "gid=$i"; break;; esac
-done
-echo "dev=$d"; echo "addr=$RDMALAB_ADDR"; echo "peer=$RDMALAB_PEER"
-grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'
-echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"`
+	script := "cp " + shellJoin([]string{b.perf, guestPerf}) + " && echo copied=" + guestPerf + "\n" + discoverScript
 	outs, err := b.step(func(int) string { return script }, 30*time.Second)
 	if err != nil {
 		return err
@@ -678,6 +680,9 @@ echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clo
 				kv[k] = v
 			}
 		}
+		if kv["copied"] != guestPerf {
+			return fmt.Errorf("node %d: could not copy rdmaperf to %s:\n%s", i, guestPerf, o.out)
+		}
 		if kv["gid"] == "" || kv["dev"] == "" || kv["addr"] == "" {
 			return fmt.Errorf("node %d: no RoCE v2 IPv4 GID found:\n%s", i, o.out)
 		}
@@ -687,6 +692,15 @@ echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clo
 	}
 	return nil
 }
+
+// discoverScript prints a node's settings for discover.
+const discoverScript = `d=$RDMALAB_DEV; p=/sys/class/infiniband/$d/ports/1
+for f in $p/gids/*; do i=${f##*/}; g=$(cat $f 2>/dev/null); t=$(cat $p/gid_attrs/types/$i 2>/dev/null)
+  case "$t/$g" in "RoCE v2/0000:0000:0000:0000:0000:ffff:"*) echo "gid=$i"; break;; esac
+done
+echo "dev=$d"; echo "addr=$RDMALAB_ADDR"; echo "peer=$RDMALAB_PEER"
+grep -m1 "cpu MHz" /proc/cpuinfo | sed 's/.*: /mhz=/'
+echo "clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"`
 
 // stepOut is one node's output of a step.
 type stepOut struct {
@@ -747,7 +761,7 @@ func (b *bencher) nextPort() int {
 func (b *bencher) toolArgs(tool string, c *benchCase, node, port int, iters int, extra ...string) []string {
 	var args []string
 	if tool == "rdmago" {
-		args = []string{b.perf, c.Test}
+		args = []string{guestPerf, c.Test}
 	} else {
 		args = []string{perftestProgram(c.Test)}
 	}
@@ -1111,7 +1125,7 @@ func (b *bencher) connSetup(nodes int) {
 	cc := &connCase{Nodes: nodes, CStep: map[string]perf.Summary{}}
 	port := b.nextPort()
 	n := strconv.Itoa(b.o.ConnCount)
-	srv := []string{b.perf, "conn_time", "-n", n, "-p", strconv.Itoa(port), "--json", "--timeout", "120s"}
+	srv := []string{guestPerf, "conn_time", "-n", n, "-p", strconv.Itoa(port), "--json", "--timeout", "120s"}
 	body, _, err := b.pair("conn_time", srv, append(append([]string(nil), srv...), b.addr[0]), "")
 	if err == nil {
 		var r perf.Report

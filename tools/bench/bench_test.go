@@ -150,6 +150,21 @@ func TestShellJoin(t *testing.T) {
 	}
 }
 
+// TestToolArgsRunsGuestCopy: rdmaperf runs from the copy in the guest's
+// tmpfs, not from the build on the lab's uncached share, where every start
+// reads the binary from the host again.
+func TestToolArgsRunsGuestCopy(t *testing.T) {
+	b := &bencher{o: DefaultOptions(), perf: "/work/main/out/bench/rdmaperf", dev: []string{"rxe0"}, gid: []string{"1"}}
+	c := &benchCase{Nodes: 1, Test: "write_bw", Size: 4096}
+	got := b.toolArgs("rdmago", c, 0, 18701, 100)
+	if got[0] != guestPerf || !strings.HasPrefix(guestPerf, "/tmp/") {
+		t.Errorf("rdmaperf runs as %q, want the tmpfs copy %s", got[0], guestPerf)
+	}
+	if got := b.toolArgs("C", c, 0, 18701, 100); got[0] != "ib_write_bw" {
+		t.Errorf("perftest runs as %q", got[0])
+	}
+}
+
 func TestPairScripts(t *testing.T) {
 	b := &bencher{nodes: 1}
 	one := b.pairScripts([]string{"ib_write_bw", "-s", "64"}, []string{"ib_write_bw", "-s", "64", "10.77.0.1"}, "", 60e9, "/out/raw/.done-1")(0)

@@ -1,8 +1,9 @@
 #!/bin/sh
 # What the kernel does for a latency client's operations, perftest's
 # ib_$TEST (c) against rdmaperf's (g), both against perftest's server,
-# alternating $INV_TOOLS (c g c g; a TOOL:MODE item sets transparent huge
-# pages to MODE first, on every node): once a run is under way, 300 ms of
+# alternating $INV_TOOLS (c g c g; t is rdmaperf copied to the guest's
+# tmpfs first, g runs it from the lab's share; a TOOL:MODE item sets
+# transparent huge pages to MODE first, on every node): once a run is under way, 300 ms of
 # function_graph on the uverbs and rxe functions below only (each closing
 # line names its function and gives its time, children included, and
 # every line its time stamp) into $INV_BIN/doorbell-$TOOL-$ROUND.txt, read
@@ -69,6 +70,8 @@ for tool in ${INV_TOOLS:-c g c g}; do
 	case $tool in
 	c) ib_$TEST -s $S -n $N -d $d -x $gid -p $port -F $server > /tmp/cli.out 2>&1 & ;;
 	g) $B/rdmaperf $TEST --perftest -s $S -n $N -d $d -x $gid -p $port $server > /tmp/cli.out 2>&1 & ;;
+	t) [ -x /tmp/rdmaperf ] || cp $B/rdmaperf /tmp/rdmaperf
+	   /tmp/rdmaperf $TEST --perftest -s $S -n $N -d $d -x $gid -p $port $server > /tmp/cli.out 2>&1 & ;;
 	esac
 	cpid=$!
 	if [ "$INV_TRACE" = none ]; then
