@@ -45,12 +45,13 @@ for path in sys.argv[1:]:
                         phases.setdefault('completion -> next post', []).append(ts - done)
                     post, done = ts, None
                 continue
-            e = EXIT.match(text) or LEAF.match(text)
+            closing = EXIT.match(text)
+            e = closing or LEAF.match(text)
             if not e or dur is None:
                 continue
             name = e.group(1)
             times.setdefault(name, []).append(float(dur))
-            if EXIT.match(text) and stack:
+            if closing and stack:
                 stack.pop()
             if name == 'rxe_cq_post' and stack and stack[-1] == 'rxe_completer' and post is not None and done is None:
                 done = ts
