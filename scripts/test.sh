@@ -32,6 +32,10 @@ for kernel in 6.1 6.12; do
 	done
 done
 
+# The instruction clock (rdmalab --icount) boots: one vCPU, because QEMU
+# 7.2 with -icount hangs bringing up a second.
+step go run ./cmd/rdmalab run --icount --timeout 3m -- sh -c 'n=$(nproc); [ "$n" = 1 ] || { echo "icount guest has $n CPUs, want 1"; exit 1; }'
+
 if ((${#failed[@]})); then
 	echo "FAILED:" >&2
 	printf '  %s\n' "${failed[@]}" >&2

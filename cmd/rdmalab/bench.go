@@ -21,11 +21,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("rdmalab bench", flag.ExitOnError)
 	fs.SetOutput(stderr)
 	o := bench.DefaultOptions()
-	short := false
-	for _, a := range args {
-		if a == "-short" || a == "--short" || a == "-short=true" || a == "--short=true" {
-			o, short = bench.ShortOptions(), true
-		}
+	short := hasBoolFlag(args, "short")
+	if short {
+		o = bench.ShortOptions()
+	}
+	if hasBoolFlag(args, "icount") {
+		o = bench.ICountOptions(o)
 	}
 	fs.Bool("short", short, "the short mode: one VM, 6 cases (write/send BW 64 B and 4 KiB, write/send latency 2 B), 4–10 repetitions in a 4-minute budget, no strace/cm/host runs; to compare a change before and after (about 6 minutes; other flags still apply)")
 	// labFlags' --nodes takes one count; bench takes a list.
@@ -34,6 +35,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
+	icountFlag(fs, &o.ICount, "; the bench then runs one VM, the bandwidth tests only and no cm setup (what that clock can time)")
 	appendFlag(fs, &o.Append)
 	o.Log = stderr
 	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {

@@ -78,12 +78,36 @@ func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration, stderr io
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
+	icountFlag(fs, &o.ICount, "")
 	appendFlag(fs, &o.Append)
 	fs.Func("share", "host `DIR` to make writable in the guest (repeatable; the current directory always is)", func(s string) error {
 		o.Shares = append(o.Shares, s)
 		return nil
 	})
 	o.Log = stderr
+}
+
+// icountFlag registers --icount (lab.Options.ICount).
+// more is added to the usage.
+func icountFlag(fs *flag.FlagSet, v *bool, more string) {
+	fs.BoolVar(v, "icount", *v, "guest time counts instructions (QEMU -icount shift=0,sleep=off, one vCPU per VM, TCG only): what a guest times is its own CPU's work, whatever the host's load"+more)
+}
+
+// hasBoolFlag reports whether args set the boolean flag name to true
+// before flag parsing (for flags that change other flags' defaults).
+func hasBoolFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		switch strings.TrimLeft(a, "-") {
+		case name, name + "=true":
+			if strings.HasPrefix(a, "-") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appendFlag registers --append, the guests' extra kernel parameters; the

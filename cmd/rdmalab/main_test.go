@@ -47,3 +47,24 @@ func TestAppendFlag(t *testing.T) {
 		t.Errorf("labFlags --append clocksource=tsc: %v, Append %q", err, o.Append)
 	}
 }
+
+func TestHasBoolFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--icount"}, true},
+		{[]string{"-icount"}, true},
+		{[]string{"--icount=true"}, true},
+		{[]string{"--icount=false"}, false},
+		{[]string{"icount"}, false},
+		{[]string{"--nodes", "1", "--short", "--icount"}, true},
+		{[]string{"--", "--icount"}, false},
+		{[]string{"--icounts"}, false},
+	} {
+		if got := hasBoolFlag(tc.args, "icount"); got != tc.want {
+			t.Errorf("hasBoolFlag(%q, icount) = %t, want %t", tc.args, got, tc.want)
+		}
+	}
+}

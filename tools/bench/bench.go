@@ -125,6 +125,25 @@ func ShortOptions() Options {
 	return o
 }
 
+// ICountOptions is o under `rdmalab bench --icount` (lab.Options.ICount):
+// the guest's clock counts instructions on one vCPU, so a figure is the
+// guest CPU's work and the host's load does not move it (bandwidth
+// intervals 1–2 % wide after 4 repetitions, against 30–65 % on the
+// host's clock the same day: docs/bench/icount-6.1-2026-11-28). Only what
+// that clock can time: one VM (two exchange packets in the host's time)
+// and the bandwidth tests (two polling processes on one vCPU take turns
+// at the scheduler's tick: write_lat 2 B measured 4,000 µs), no cm setup.
+func ICountOptions(o Options) Options {
+	o.ICount = true
+	o.Topologies = []int{1}
+	o.Tests = slices.DeleteFunc(slices.Clone(o.Tests), func(t string) bool { return !isBW(t) })
+	o.ConnSetup = false
+	return o
+}
+
+// isBW reports whether test is a bandwidth test (its figure is BW average).
+func isBW(test string) bool { return strings.HasSuffix(test, "_bw") }
+
 // perftestProgram is the C counterpart of an rdmaperf test.
 func perftestProgram(test string) string { return "ib_" + test }
 
@@ -239,6 +258,7 @@ type benchOptionsJSON struct {
 	Syscalls  bool     `json:"syscalls"`
 	ConnSetup bool     `json:"conn_setup"`
 	HostBench bool     `json:"host_bench"`
+	ICount    bool     `json:"icount,omitempty"` // lab.Options.ICount: the guest's clock counted instructions
 }
 
 // bencher runs one bench.
@@ -289,7 +309,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Date: time.Now().UTC().Format(time.RFC3339), Topologies: o.Topologies, Reps: o.Reps,
 		GoVersion: runtime.Version(), HostCPU: hostCPU(), ClockMHz: map[string]string{}, Clocksource: map[string]string{}, KernelArgs: o.Append,
 		Options: benchOptionsJSON{Short: o.Short, MaxReps: max(o.MaxReps, o.Reps), CIWidth: o.CIWidth, Budget: o.Budget.Seconds(), Retries: o.Retries, Tests: o.Tests, BWSizes: o.BWSizes, LatSizes: o.LatSizes, BWBytes: o.BWBytes, MinIters: o.MinIters, MaxIters: o.MaxIters, LatIters: o.LatIters, LatIters2: o.LatIters2,
-			Syscalls: o.Syscalls, ConnSetup: o.ConnSetup, HostBench: o.HostBench},
+			Syscalls: o.Syscalls, ConnSetup: o.ConnSetup, HostBench: o.HostBench, ICount: o.ICount},
 	}
 	if o.Compare != "" {
 		before, err := readReport(o.Compare)
@@ -344,6 +364,19 @@ func (o *Options) check() error {
 		pt, err := perf.ParseTest(t)
 		if err != nil || pt == perf.ConnTime {
 			return fmt.Errorf("--tests: %q is not one of write_bw, read_bw, send_bw, write_lat, send_lat, read_lat, atomic_lat", t)
+		}
+	}
+	if o.ICount {
+		if slices.Contains(o.Topologies, 2) {
+			return errors.New("--icount --nodes 2: two VMs exchange packets in the host's time, which the guests' instruction clocks do not count; run --nodes 1")
+		}
+		for _, t := range o.Tests {
+			if !isBW(t) {
+				return fmt.Errorf("--icount --tests %s: under --icount a latency test times the scheduler, not the tools (one vCPU: two polling processes take turns at its tick); run the bandwidth tests", t)
+			}
+		}
+		if o.ConnSetup {
+			return errors.New("--icount --conn: connection setup waits on the kernel's timers, which --icount skips; add --conn=false")
 		}
 	}
 	for _, s := range append(append([]int(nil), o.BWSizes...), o.LatSizes...) {

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -434,5 +435,52 @@ func TestCompare(t *testing.T) {
 	}
 	if _, err := readReport(filepath.Join(dir, "report.md")); err == nil {
 		t.Error("report.md read as a report.json")
+	}
+}
+
+func TestICountOptions(t *testing.T) {
+	o := ICountOptions(DefaultOptions())
+	if !o.ICount || !slices.Equal(o.Topologies, []int{1}) || !slices.Equal(o.Tests, []string{"write_bw", "read_bw", "send_bw"}) || o.ConnSetup {
+		t.Errorf("ICountOptions(DefaultOptions()): icount %t, nodes %v, tests %v, conn %t", o.ICount, o.Topologies, o.Tests, o.ConnSetup)
+	}
+	if err := o.check(); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	if s := ICountOptions(ShortOptions()); !slices.Equal(s.Tests, []string{"write_bw", "send_bw"}) {
+		t.Errorf("ICountOptions(ShortOptions()).Tests = %v", s.Tests)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"two VMs", func(o *Options) { o.Topologies = []int{1, 2} }, "--nodes 1"},
+		{"latency", func(o *Options) { o.Tests = append(o.Tests, "write_lat") }, "write_lat"},
+		{"cm", func(o *Options) { o.ConnSetup = true }, "--conn=false"},
+	} {
+		bad := ICountOptions(DefaultOptions())
+		tc.mod(&bad)
+		if err := bad.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: check() = %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestBenchMarkdownICount(t *testing.T) {
+	r := testReport()
+	r.Options.ICount = true
+	md := benchMarkdown(r)
+	for _, want := range []string{"go run ./cmd/rdmalab bench --icount --kernel 6.1 ", "| guest time | instructions", "**Instruction clock**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("want %q in\n%s", want, md)
+		}
+	}
+	r.Options.Short = true
+	if md := benchMarkdown(r); !strings.Contains(md, "bench --short --icount --kernel 6.1 ") {
+		t.Errorf("short reproduce line lacks --icount:\n%s", md)
+	}
+	r.Options.ICount = false
+	if md := benchMarkdown(r); strings.Contains(md, "icount") {
+		t.Errorf("a report without --icount mentions it:\n%s", md)
 	}
 }

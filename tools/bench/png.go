@@ -164,7 +164,7 @@ func bwChart(r *Report) ([]byte, error) {
 	var topos []int
 	for _, n := range r.Topologies {
 		for _, c := range r.Cases {
-			if c.Nodes == n && strings.HasSuffix(c.Test, "_bw") && !slices.Contains(topos, n) {
+			if c.Nodes == n && isBW(c.Test) && !slices.Contains(topos, n) {
 				topos = append(topos, n)
 			}
 		}
@@ -194,7 +194,7 @@ func drawPanel(c canvas, r *Report, nodes int, area image.Rectangle, scale int) 
 	var sizes []int
 	ymax := 0.0
 	for _, cs := range r.Cases {
-		if cs.Nodes != nodes || !strings.HasSuffix(cs.Test, "_bw") {
+		if cs.Nodes != nodes || !isBW(cs.Test) {
 			continue
 		}
 		cases = append(cases, cs)

@@ -61,7 +61,7 @@ func values(ss []sample) []float64 {
 // goalOf is the project's goal for a case: bandwidth at least the C tool's
 // from 4 KiB up, latency within 5% for 2 B to 4 KiB.
 func goalOf(c *benchCase) (goal string, higherBetter bool, limit float64) {
-	if strings.HasSuffix(c.Test, "_bw") {
+	if isBW(c.Test) {
 		if c.Size >= 4096 {
 			return "≥ 1.00", true, 1.00
 		}
@@ -219,6 +219,10 @@ func benchMarkdown(r *Report) string {
 	p("Verdict: \"meets\" when the whole interval is on the goal's side, \"misses\" when the whole interval is on the other side, \"within noise\" only when it straddles the goal. ")
 	p("Bandwidth is perftest's \"BW average\" in MB/sec (MiB/s); latency is t_typical (the median sample) in µs. ")
 	p("Absolute figures under software emulation (TCG) mean little; the ratios are the point.\n\n")
+	if r.Options.ICount {
+		p("**Instruction clock** (`--icount`): the guest ran on one vCPU under QEMU's `-icount shift=0,sleep=off`, where every guest instruction is 1 ns of the guest's time and idle time is skipped. ")
+		p("A figure is therefore the work of the guest's CPU (the tool's, the kernel's and rxe's) and the host's load does not reach it; MB/sec here is MiB per 10⁹ guest instructions, including the other process's and the kernel's.\n\n")
+	}
 	p("| | |\n|---|---|\n")
 	p("| date | %s |\n| guest kernel | %s |\n| host CPU | %s |\n| Go | %s |\n| perftest | %s |\n", r.Date, r.Kernel, r.HostCPU, r.GoVersion, r.Perftest)
 	var clocks []string
@@ -238,6 +242,9 @@ func benchMarkdown(r *Report) string {
 	args := "none"
 	if len(r.KernelArgs) > 0 {
 		args = "`" + strings.Join(r.KernelArgs, " ") + "`"
+	}
+	if r.Options.ICount {
+		p("| guest time | instructions (`-icount shift=0,sleep=off`), 1 vCPU |\n")
 	}
 	p("| extra kernel parameters | %s |\n| elapsed | %.0f s |\n\n", args, r.Elapsed)
 
@@ -382,15 +389,19 @@ func benchMarkdown(r *Report) string {
 	if len(r.KernelArgs) > 0 {
 		appendArg = "'" + strings.Join(r.KernelArgs, " ") + "'"
 	}
+	icount := ""
+	if r.Options.ICount {
+		icount = " --icount"
+	}
 	if r.Options.Short {
-		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short --kernel %s --append %s\n```\n", kernel, appendArg)
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --short%s --kernel %s --append %s\n```\n", icount, kernel, appendArg)
 	} else {
 		// The run's sizes and sections too: a latency run's iterations
 		// change what t_typical is the median of.
 		o := r.Options
-		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench --kernel %s --append %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s"+
+		p("## Reproduce\n\n```sh\ngo run ./cmd/rdmalab bench%s --kernel %s --append %s --nodes %s --reps %d --max-reps %d --ci-width %g --tests %s --bw-sizes %s --lat-sizes %s"+
 			" --bw-bytes %d --min-iters %d --max-iters %d --lat-iters %d --lat-iters-2 %d --budget %v --glitch-retries %d --syscalls=%t --conn=%t --host=%t\n```\n",
-			kernel, appendArg, joinInts(r.Topologies), r.Reps, o.MaxReps, o.CIWidth, strings.Join(o.Tests, ","), joinInts(o.BWSizes), joinInts(o.LatSizes),
+			icount, kernel, appendArg, joinInts(r.Topologies), r.Reps, o.MaxReps, o.CIWidth, strings.Join(o.Tests, ","), joinInts(o.BWSizes), joinInts(o.LatSizes),
 			o.BWBytes, o.MinIters, o.MaxIters, o.LatIters, o.LatIters2, time.Duration(o.Budget*float64(time.Second)), o.Retries, o.Syscalls, o.ConnSetup, o.HostBench)
 	}
 	return b.String()
@@ -417,7 +428,7 @@ func goalLines(r *Report) [][2]string {
 			}
 			total++
 			count[c.Stats.Verdict]++
-			if worst == nil || (strings.HasSuffix(c.Test, "_bw") && c.Stats.Ratio < worst.Stats.Ratio) || (!strings.HasSuffix(c.Test, "_bw") && c.Stats.Ratio > worst.Stats.Ratio) {
+			if worst == nil || (isBW(c.Test) && c.Stats.Ratio < worst.Stats.Ratio) || (!isBW(c.Test) && c.Stats.Ratio > worst.Stats.Ratio) {
 				worst = c
 			}
 		}
@@ -433,8 +444,8 @@ func goalLines(r *Report) [][2]string {
 		}
 		out = append(out, [2]string{name, res})
 	}
-	summarise("BW ratio ≥ 1.00 from 4 KiB up (write/read/send)", func(c *benchCase) bool { return strings.HasSuffix(c.Test, "_bw") })
-	summarise("latency ratio ≤ 1.05 (t_typical), 2 B–4 KiB", func(c *benchCase) bool { return !strings.HasSuffix(c.Test, "_bw") })
+	summarise("BW ratio ≥ 1.00 from 4 KiB up (write/read/send)", func(c *benchCase) bool { return isBW(c.Test) })
+	summarise("latency ratio ≤ 1.05 (t_typical), 2 B–4 KiB", func(c *benchCase) bool { return !isBW(c.Test) })
 	var allocs []string
 	maxAlloc, totAlloc, totOps := uint64(0), uint64(0), uint64(0)
 	maxPerOp := 0.0

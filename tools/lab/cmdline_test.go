@@ -110,3 +110,25 @@ func TestStartChecksAppend(t *testing.T) {
 		t.Fatalf("Start: %v, want the kernel parameter's error", err)
 	}
 }
+
+func TestQemuArgsICount(t *testing.T) {
+	for nodes := 1; nodes <= 2; nodes++ {
+		l := &Lab{opts: Options{Nodes: nodes, MemoryMB: 1024, ICount: true}, Kernel: &Kernel{Vmlinuz: "/k/vmlinuz"}, tmp: "/t"}
+		args := strings.Join(l.qemuArgs(0, l.vcpus(), "/k/initrd", "tcg", nil), " ")
+		for _, want := range []string{"-smp 1 ", "-accel tcg,thread=single -icount shift=0,sleep=off "} {
+			if !strings.Contains(args, want) {
+				t.Errorf("%d node(s), ICount: args lack %q: %s", nodes, want, args)
+			}
+		}
+		if strings.Contains(args, "thread=multi") {
+			t.Errorf("%d node(s), ICount: multi-threaded TCG: %s", nodes, args)
+		}
+		l.opts.ICount = false
+		if args := strings.Join(l.qemuArgs(0, l.vcpus(), "/k/initrd", "tcg", nil), " "); strings.Contains(args, "-icount") {
+			t.Errorf("%d node(s), no ICount: %s", nodes, args)
+		}
+	}
+	if _, err := Start(context.Background(), Options{ICount: true, Accel: "kvm"}); err == nil || !strings.Contains(err.Error(), "--icount") {
+		t.Errorf("Start(ICount, kvm): %v, want an error naming --icount", err)
+	}
+}

@@ -48,6 +48,14 @@ type Options struct {
 	// Append are extra kernel parameters for every guest, after the lab's
 	// own (see CheckKernelArgs), such as TSCArgs. None by default.
 	Append []string
+	// ICount makes the guests' time count instructions (QEMU's -icount
+	// shift=0,sleep=off: 1 ns per instruction, idle time skipped) on one
+	// vCPU per VM under single-threaded TCG, so that what a guest measures
+	// is its own CPU's work and the host's load does not reach it. One
+	// vCPU because QEMU 7.2 (Debian 12) with -icount stops booting a 6.1
+	// guest at "Booting SMP configuration" with two. Needs TCG. Waits on
+	// another VM over the wire still pass in the host's time.
+	ICount bool
 }
 
 // TCGCPU is the CPU model the lab emulates under TCG: QEMU's "max".
@@ -182,6 +190,9 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	if opts.Nodes < 1 || opts.Nodes > 2 {
 		return nil, fmt.Errorf("the lab runs 1 or 2 nodes, not %d", opts.Nodes)
 	}
+	if opts.ICount && opts.Accel == "kvm" {
+		return nil, fmt.Errorf("--icount counts instructions under TCG; it cannot run with --accel kvm")
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Minute
 	}
@@ -214,7 +225,10 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		return nil, err
 	}
 	accel := opts.Accel
-	if accel == "" || accel == "auto" {
+	switch {
+	case opts.ICount:
+		accel = "tcg"
+	case accel == "" || accel == "auto":
 		accel = probeAccel(ctx, qemu, k, opts.Log)
 	}
 	tmp, err := os.MkdirTemp("", "rdmalab-")
@@ -281,10 +295,7 @@ func probeAccel(ctx context.Context, qemu string, k *Kernel, log io.Writer) stri
 
 func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	n := l.opts.Nodes
-	smp := runtime.NumCPU() / n
-	if smp < 1 {
-		smp = 1
-	}
+	smp := l.vcpus()
 	// The wire between two nodes: one socket of a connected pair for each
 	// QEMU (see wirePair).
 	var wire [2]*os.File
@@ -324,6 +335,15 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	return errors.Join(errs...)
 }
 
+// vcpus is the number of vCPUs of each node: the host's CPUs shared among
+// the nodes, and one under ICount.
+func (l *Lab) vcpus() int {
+	if l.opts.ICount {
+		return 1
+	}
+	return max(1, runtime.NumCPU()/l.opts.Nodes)
+}
+
 // qemuArgs are node i's QEMU arguments: smp vCPUs, the lab kernel with
 // initrd and the kernel command line of kernelCmdline, the console on
 // stdio, the control port, the host's root (read-only) and shares, and on
@@ -341,6 +361,8 @@ func (l *Lab) qemuArgs(i, smp int, initrd, accel string, shares []labproto.Share
 	}
 	if accel == "kvm" {
 		args = append(args, "-accel", "kvm", "-cpu", "host")
+	} else if l.opts.ICount {
+		args = append(args, "-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off", "-cpu", l.tcgCPU())
 	} else {
 		args = append(args, "-accel", "tcg,thread=multi", "-cpu", l.tcgCPU())
 	}
