@@ -484,3 +484,14 @@ func TestBenchMarkdownICount(t *testing.T) {
 		t.Errorf("a report without --icount mentions it:\n%s", md)
 	}
 }
+
+func TestSyscallTestsICount(t *testing.T) {
+	if got := syscallTests(false); len(got) != 3 {
+		t.Errorf("syscallTests(false) = %v, want write_bw, write_lat, read_lat", got)
+	}
+	for _, sc := range syscallTests(true) {
+		if !isBW(sc.test) {
+			t.Errorf("syscallTests(true) has %s: a latency run under the instruction clock times the scheduler", sc.test)
+		}
+	}
+}
