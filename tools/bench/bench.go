@@ -376,7 +376,7 @@ func (o *Options) check() error {
 			}
 		}
 		if o.ConnSetup {
-			return errors.New("--icount --conn: connection setup waits on the kernel's timers, which --icount skips; add --conn=false")
+			return errors.New("--icount --conn: connection setup waits on the kernel's timers, to which an idle guest's clock jumps under --icount; add --conn=false")
 		}
 	}
 	for _, s := range append(append([]int(nil), o.BWSizes...), o.LatSizes...) {

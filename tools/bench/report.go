@@ -220,7 +220,7 @@ func benchMarkdown(r *Report) string {
 	p("Bandwidth is perftest's \"BW average\" in MB/sec (MiB/s); latency is t_typical (the median sample) in µs. ")
 	p("Absolute figures under software emulation (TCG) mean little; the ratios are the point.\n\n")
 	if r.Options.ICount {
-		p("**Instruction clock** (`--icount`): the guest ran on one vCPU under QEMU's `-icount shift=0,sleep=off`, where every guest instruction is 1 ns of the guest's time and idle time is skipped. ")
+		p("**Instruction clock** (`--icount`): the guest ran on one vCPU under QEMU's `-icount shift=0,sleep=off`, where every guest instruction is 1 ns of the guest's time and, when nothing is runnable, the guest's clock jumps to its next timer instead of waiting in the host's time. ")
 		p("A figure is therefore the work of the guest's CPU (the tool's, the kernel's and rxe's) and the host's load does not reach it; MB/sec here is MiB per 10⁹ guest instructions, including the other process's and the kernel's.\n\n")
 	}
 	p("| | |\n|---|---|\n")

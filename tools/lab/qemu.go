@@ -49,7 +49,8 @@ type Options struct {
 	// own (see CheckKernelArgs), such as TSCArgs. None by default.
 	Append []string
 	// ICount makes the guests' time count instructions (QEMU's -icount
-	// shift=0,sleep=off: 1 ns per instruction, idle time skipped) on one
+	// shift=0,sleep=off: 1 ns per instruction; an idle guest's clock jumps
+	// to its next timer instead of waiting in the host's time) on one
 	// vCPU per VM under single-threaded TCG, so that what a guest measures
 	// is its own CPU's work and the host's load does not reach it. One
 	// vCPU because QEMU 7.2 (Debian 12) with -icount stops booting a 6.1
