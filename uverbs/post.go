@@ -117,12 +117,13 @@ func (qp *QP) PostSend(wrs ...SendWR) error {
 }
 
 func (qp *QP) postOne(wr *SendWR) error {
-	r := rxe.SendWR{
-		ID: wr.ID, Opcode: uint32(wr.Opcode), Flags: uint32(wr.Flags), Imm: wr.Imm,
-		RemoteAddr: wr.RemoteAddr, RKey: wr.RKey, CompareAdd: wr.CompareAdd, Swap: wr.Swap,
-		Length: wr.FlushLength, FlushType: wr.FlushType, FlushLevel: wr.FlushLevel,
-		SGL: sgl(wr.SGL), Inline: wr.Inline,
-	}
+	// Field by field: a composite literal here is built in a temporary and
+	// then copied (twice the stores, on every post).
+	var r rxe.SendWR
+	r.ID, r.Opcode, r.Flags, r.Imm = wr.ID, uint32(wr.Opcode), uint32(wr.Flags), wr.Imm
+	r.RemoteAddr, r.RKey, r.CompareAdd, r.Swap = wr.RemoteAddr, wr.RKey, wr.CompareAdd, wr.Swap
+	r.Length, r.FlushType, r.FlushLevel = wr.FlushLength, wr.FlushType, wr.FlushLevel
+	r.SGL, r.Inline = sgl(wr.SGL), wr.Inline
 	switch wr.Opcode {
 	case WRSend, WRSendWithImm, WRRDMAWrite, WRRDMAWriteWithImm:
 	case WRRDMARead, WRAtomicCmpAndSwp, WRAtomicFetchAndAdd:
