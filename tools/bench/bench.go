@@ -128,8 +128,8 @@ func ShortOptions() Options {
 // ICountOptions is o under `rdmalab bench --icount` (lab.Options.ICount):
 // the guest's clock counts instructions on one vCPU, so a figure is the
 // guest CPU's work and the host's load does not move it (bandwidth
-// intervals 1–2 % wide after 4 repetitions, against 30–65 % on the
-// host's clock the same day: docs/bench/icount-6.1-2026-11-28). Only what
+// intervals 0.6–5 % wide after 4 to 12 repetitions, against 27–65 % on
+// the host's clock the same day: docs/bench/icount-6.1-2026-11-28). Only what
 // that clock can time: one VM (two exchange packets in the host's time)
 // and the bandwidth tests (two polling processes on one vCPU take turns
 // at the scheduler's tick: write_lat 2 B measured 4,000 µs), no cm setup.
@@ -1083,7 +1083,7 @@ func (b *bencher) syscalls(nodes int) {
 	for _, sc := range syscallTests(b.o.ICount) {
 		c := &benchCase{Test: sc.test, Size: sc.size}
 		n1, n2 := 200, 1200
-		if nodes == 2 && strings.HasSuffix(sc.test, "_lat") {
+		if nodes == 2 && !isBW(sc.test) {
 			n1, n2 = 50, 250
 		}
 		for _, tool := range []string{"rdmago", "C"} {
