@@ -87,8 +87,8 @@ func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration, stderr io
 	o.Log = stderr
 }
 
-// icountFlag registers --icount (lab.Options.ICount).
-// more is added to the usage.
+// icountFlag registers --icount (lab.Options.ICount); more is added to
+// the usage.
 func icountFlag(fs *flag.FlagSet, v *bool, more string) {
 	fs.BoolVar(v, "icount", *v, "guest time counts instructions (QEMU -icount shift=0,sleep=off, one vCPU per VM, TCG only): what a guest times is its own CPU's work, whatever the host's load"+more)
 }
@@ -100,9 +100,9 @@ func hasBoolFlag(args []string, name string) bool {
 		if a == "--" {
 			break
 		}
-		switch strings.TrimLeft(a, "-") {
-		case name, name + "=true":
-			if strings.HasPrefix(a, "-") {
+		if s, ok := strings.CutPrefix(a, "-"); ok {
+			s = strings.TrimPrefix(s, "-")
+			if s == name || s == name+"=true" {
 				return true
 			}
 		}

@@ -39,7 +39,7 @@ func TestQemuArgsAppend(t *testing.T) {
 			for nodes := 1; nodes <= 2; nodes++ {
 				l := &Lab{opts: Options{Nodes: nodes, MemoryMB: 1024, Append: tc.append}, Kernel: &Kernel{Vmlinuz: "/k/vmlinuz"}, tmp: "/t"}
 				for i := 0; i < nodes; i++ {
-					args := l.qemuArgs(i, 1, "/k/initrd", "tcg", nil)
+					args := l.qemuArgs(i, "/k/initrd", "tcg", nil)
 					if got := appendArg(t, args); got != tc.want {
 						t.Errorf("%d node(s), node %d: -append %q, want %q", nodes, i, got, tc.want)
 					}
@@ -114,7 +114,7 @@ func TestStartChecksAppend(t *testing.T) {
 func TestQemuArgsICount(t *testing.T) {
 	for nodes := 1; nodes <= 2; nodes++ {
 		l := &Lab{opts: Options{Nodes: nodes, MemoryMB: 1024, ICount: true}, Kernel: &Kernel{Vmlinuz: "/k/vmlinuz"}, tmp: "/t"}
-		args := strings.Join(l.qemuArgs(0, l.vcpus(), "/k/initrd", "tcg", nil), " ")
+		args := strings.Join(l.qemuArgs(0, "/k/initrd", "tcg", nil), " ")
 		for _, want := range []string{"-smp 1 ", "-accel tcg,thread=single -icount shift=0,sleep=off "} {
 			if !strings.Contains(args, want) {
 				t.Errorf("%d node(s), ICount: args lack %q: %s", nodes, want, args)
@@ -124,7 +124,7 @@ func TestQemuArgsICount(t *testing.T) {
 			t.Errorf("%d node(s), ICount: multi-threaded TCG: %s", nodes, args)
 		}
 		l.opts.ICount = false
-		if args := strings.Join(l.qemuArgs(0, l.vcpus(), "/k/initrd", "tcg", nil), " "); strings.Contains(args, "-icount") {
+		if args := strings.Join(l.qemuArgs(0, "/k/initrd", "tcg", nil), " "); strings.Contains(args, "-icount") {
 			t.Errorf("%d node(s), no ICount: %s", nodes, args)
 		}
 	}

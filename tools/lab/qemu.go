@@ -296,7 +296,6 @@ func probeAccel(ctx context.Context, qemu string, k *Kernel, log io.Writer) stri
 
 func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 	n := l.opts.Nodes
-	smp := l.vcpus()
 	// The wire between two nodes: one socket of a connected pair for each
 	// QEMU (see wirePair).
 	var wire [2]*os.File
@@ -314,7 +313,7 @@ func (l *Lab) boot(ctx context.Context, qemu, initrd, accel string) error {
 		shares = append(shares, labproto.Share{Tag: "share" + strconv.Itoa(i), Path: s})
 	}
 	for i := 0; i < n; i++ {
-		args := l.qemuArgs(i, smp, initrd, accel, shares)
+		args := l.qemuArgs(i, initrd, accel, shares)
 		var extra []*os.File
 		if n == 2 {
 			extra = []*os.File{wire[i]} // fd 3 in QEMU
@@ -345,14 +344,14 @@ func (l *Lab) vcpus() int {
 	return max(1, runtime.NumCPU()/l.opts.Nodes)
 }
 
-// qemuArgs are node i's QEMU arguments: smp vCPUs, the lab kernel with
+// qemuArgs are node i's QEMU arguments: vcpus vCPUs, the lab kernel with
 // initrd and the kernel command line of kernelCmdline, the console on
 // stdio, the control port, the host's root (read-only) and shares, and on
 // two nodes the wire as fd 3.
-func (l *Lab) qemuArgs(i, smp int, initrd, accel string, shares []labproto.Share) []string {
+func (l *Lab) qemuArgs(i int, initrd, accel string, shares []labproto.Share) []string {
 	args := []string{
 		"-nodefaults", "-nographic", "-no-reboot", "-no-user-config", "-monitor", "none",
-		"-m", strconv.Itoa(l.opts.MemoryMB), "-smp", strconv.Itoa(smp),
+		"-m", strconv.Itoa(l.opts.MemoryMB), "-smp", strconv.Itoa(l.vcpus()),
 		"-kernel", l.Kernel.Vmlinuz, "-initrd", initrd,
 		"-append", kernelCmdline(l.opts.Append),
 		"-serial", "stdio",
