@@ -41,7 +41,12 @@ for path in sys.argv[1:]:
     per_tool[tool].append(collections.Counter(r[5] for r in mine))
 
 if set(per_tool) >= {'c', 'g'}:
-    mean = {t: collections.Counter({s: sum(c[s] for c in cs) / len(cs) for cs in [per_tool[t]] for c0 in cs for s in c0}) for t in per_tool}
+    mean = {}
+    for t, cs in per_tool.items():
+        total = collections.Counter()
+        for c in cs:
+            total.update(c)
+        mean[t] = collections.Counter({s: n / len(cs) for s, n in total.items()})
     syms = set(mean['c']) | set(mean['g'])
     diff = sorted(((mean['g'][s] - mean['c'][s], s) for s in syms), reverse=True)
     print('client symbols, mean samples per run, most more under rdmaperf (g) than perftest (c):')
