@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -124,6 +125,7 @@ type Conn struct {
 	rmu, wmu, cmu sync.Mutex // serialise Read, Write and the control operations
 	rdl, wdl      *deadline
 	closing       chan struct{}
+	closeStarted  atomic.Bool // set just before closing is closed (isClosed loads it)
 	closeOnce     sync.Once
 	closeErr      error
 	keepalive     *time.Timer
@@ -147,6 +149,7 @@ type Conn struct {
 	torn      bool       // t is closed
 	armed     bool       // the CQ is armed: its next completion raises an event
 	waiting   bool       // a goroutine waits for that event in t.wait
+	sleepers  int        // goroutines in sleepLocked (they wait for a wake)
 	events    uint64     // completions handled
 	wakes     uint64     // completion events a wait in t.wait woke for
 	cmGone    bool
@@ -603,8 +606,12 @@ func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		r = c.endedBy(ctx, stop)
 	}
 	// Whoever else waits rechecks, and one of them takes over the wait
-	// if the CQ is still armed.
-	c.wakeAll(wake)
+	// if the CQ is still armed. Nobody else waits in the common case (one
+	// reader or one writer): no wake then, its channel sends cost more
+	// than the rest of the call.
+	if c.sleepers > 0 {
+		c.wakeAll(wake)
+	}
 	return r
 }
 
@@ -618,6 +625,7 @@ func (c *Conn) sleepLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		tick = time.After(time.Millisecond)
 	}
 	ctx := dl.wait()
+	c.sleepers++
 	c.mu.Unlock()
 	r := wokeEvent
 	select {
@@ -629,6 +637,7 @@ func (c *Conn) sleepLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		r = wokeStop
 	}
 	c.mu.Lock()
+	c.sleepers--
 	c.progressLocked()
 	return r
 }
@@ -1107,6 +1116,7 @@ func (c *Conn) Close() error {
 }
 
 func (c *Conn) close() error {
+	c.closeStarted.Store(true)
 	close(c.closing)
 	c.endLive() // a Read or Write waiting in the channel returns
 	if c.keepalive != nil {
@@ -1139,7 +1149,7 @@ func (c *Conn) close() error {
 			}
 		}
 		delivered = c.err == nil && c.sendsIdleLocked()
-		dl.cancel()
+		dl.stop()
 	}
 	c.connected = false
 	drained := c.drainDone
@@ -1233,14 +1243,9 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-func (c *Conn) isClosed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
-	}
-}
+// isClosed reports whether Close has started (closing is closed or about
+// to be): one atomic load on every Read and Write.
+func (c *Conn) isClosed() bool { return c.closeStarted.Load() }
 
 func (c *Conn) opErr(op string, err error) error {
 	return &net.OpError{Op: op, Net: "rsocket", Source: c.laddr, Addr: c.raddr, Err: err}
@@ -1260,39 +1265,53 @@ func isClosed(ch <-chan struct{}) bool {
 // to t.wait. Setting it ends the previous context, so a waiter wakes and
 // picks up the new one.
 type deadline struct {
-	mu     sync.Mutex
+	mu     sync.Mutex // serialises set
 	parent context.Context
+	cur    atomic.Pointer[deadlineCtx]
+}
+
+// deadlineCtx is one setting of a deadline: its context, and whether it has
+// a time at all (the zero time makes a context that can end only with its
+// parent, so expired need not ask it).
+type deadlineCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	timed  bool
 }
 
 func newDeadline(parent context.Context) *deadline {
 	d := &deadline{parent: parent}
-	d.ctx, d.cancel = context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(parent)
+	d.cur.Store(&deadlineCtx{ctx: ctx, cancel: cancel})
 	return d
 }
 
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.cancel()
-	if t.IsZero() {
-		d.ctx, d.cancel = context.WithCancel(d.parent)
+	d.cur.Load().cancel()
+	n := &deadlineCtx{timed: !t.IsZero()}
+	if n.timed {
+		n.ctx, n.cancel = context.WithDeadline(d.parent, t)
 	} else {
-		d.ctx, d.cancel = context.WithDeadline(d.parent, t)
+		n.ctx, n.cancel = context.WithCancel(d.parent)
 	}
+	d.cur.Store(n)
 }
 
-// wait is the context to wait with now.
-func (d *deadline) wait() context.Context {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ctx
-}
+// stop ends the current context (its timer with it).
+func (d *deadline) stop() { d.cur.Load().cancel() }
 
-// expired reports whether the deadline passed.
+// wait is the context to wait with now: one atomic load, as Read and Write
+// ask on every call.
+func (d *deadline) wait() context.Context { return d.cur.Load().ctx }
+
+// expired reports whether the deadline passed. Without a deadline it is
+// false without asking the context (the parent, the connection's life,
+// has none of its own and ends with Canceled).
 func (d *deadline) expired() bool {
-	return d.wait().Err() == context.DeadlineExceeded
+	cur := d.cur.Load()
+	return cur.timed && cur.ctx.Err() == context.DeadlineExceeded
 }
 
 var (

@@ -145,6 +145,36 @@ func TestFakeWaitHandOff(t *testing.T) {
 	}
 }
 
+// TestFakeWaitWakesSleeper: a Read waits in the completion channel and a
+// Write, finding it taken, sleeps until woken. The events the Read wakes
+// for (the peer's credits) are the Write's business: the Read must wake
+// it, or the Write sleeps for good while the Read waits on.
+func TestFakeWaitWakesSleeper(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	var rec waitRecorder
+	w.ends[0].onWait = rec.hook
+	go a.Read(make([]byte, 1)) // ends with the cleanup's Close
+	waitFor(t, "the blocked Read to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
+	const size = 4 << 20 // more than b's ring: a's Write blocks until b reads
+	werr := make(chan error, 1)
+	go func() {
+		_, err := a.Write(make([]byte, size))
+		werr <- err
+	}()
+	go io.CopyN(io.Discard, b, size)
+	select {
+	case err := <-werr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the sleeping Write was never woken (waits in the channel: %q)", rec.snapshot())
+	}
+	if calls := rec.snapshot(); len(calls) < 2 || calls[0] != "(*Conn).Read" {
+		t.Fatalf("waits in the channel: %q, want the Read's and more", calls)
+	}
+}
+
 // TestFakeIdleKeepAlive: keepalives go on while nobody calls Read or
 // Write: each collects the completions of the ones before, so the control
 // slots (qpCtrlSize) do not run out on an idle connection.
