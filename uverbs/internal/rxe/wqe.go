@@ -147,7 +147,10 @@ func (s *SendQueue) Post(wr *SendWR) error {
 		length = 8
 	case inline:
 		copy(unsafe.Slice((*byte)(tail), len(wr.Inline)), wr.Inline)
-	case len(wr.SGL) > 0:
+	case len(wr.SGL) == 1: // the common case, without memmove's call
+		*(*abi.SGE)(tail) = wr.SGL[0]
+		w.DMA.NumSGE = 1
+	case len(wr.SGL) > 1:
 		copy(unsafe.Slice((*abi.SGE)(tail), len(wr.SGL)), wr.SGL)
 		w.DMA.NumSGE = uint32(len(wr.SGL))
 	}
