@@ -34,8 +34,12 @@ type transport interface {
 	// arm requests one event for the next completion.
 	arm() error
 	// wait blocks until an armed completion event arrives or ctx is done.
-	// One goroutine at a time calls it (the connection's waiter).
-	wait(ctx context.Context) error
+	// One goroutine at a time calls it (the connection's waiter). quiet,
+	// when not nil, is uverbs.CompChannel.WaitQuiet's: asked once, it says
+	// whether no event can be queued, so that wait parks without reading.
+	wait(ctx context.Context, quiet func() bool) error
+	// ready reports whether the CQ holds a completion, without taking it.
+	ready() bool
 	// done is closed when the CM reports the connection gone.
 	done() <-chan struct{}
 	// abort moves the QP to the error state and disconnects (a protocol
@@ -148,10 +152,14 @@ type Conn struct {
 	closed    bool       // Close was called
 	torn      bool       // t is closed
 	armed     bool       // the CQ is armed: its next completion raises an event
-	waiting   bool       // a goroutine waits for that event in t.wait
-	sleepers  int        // goroutines in sleepLocked (they wait for a wake)
-	events    uint64     // completions handled
-	wakes     uint64     // completion events a wait in t.wait woke for
+	armEvents uint64     // events when the CQ was last armed
+	quietAt   uint64     // polls when the waiter last let go of mu to wait quietly
+	quiet     func() bool
+	waiting   bool          // a goroutine waits for that event in t.wait
+	sleepers  int           // goroutines in sleepLocked (they wait for a wake)
+	events    uint64        // completions handled
+	polls     atomic.Uint64 // CQ polls started (progressLocked): quiet's witness
+	wakes     uint64        // completion events a wait in t.wait woke for
 	cmGone    bool
 	err       error // why the connection failed
 	connected bool  // rs_connected
@@ -212,6 +220,7 @@ func newConn(t transport, mem *memory, cfg config, peer connData, pollTime time.
 		peerOrder: sgeOrder(peer.Flags),
 		rmsg:      make([]uint32, cfg.rqSize+1),
 	}
+	c.quiet = c.quietWait
 	c.gone, c.endGone = context.WithCancel(context.Background())
 	c.live, c.endLive = context.WithCancel(c.gone)
 	c.rdl, c.wdl = newDeadline(c.live), newDeadline(c.live)
@@ -322,6 +331,7 @@ func (c *Conn) progressLocked() {
 		return
 	}
 	rcnt := 0
+	c.polls.Add(1) // before the poll: see quietWait
 	for {
 		n := c.t.poll(c.wcs[:])
 		c.events += uint64(n)
@@ -579,6 +589,7 @@ func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 			return wokeEvent
 		}
 		c.armed = true
+		c.armEvents = c.events
 		c.progressLocked()
 		return wokeEvent
 	}
@@ -586,9 +597,15 @@ func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		return c.sleepLocked(wake, dl, stop)
 	}
 	ctx := dl.wait()
+	var quiet func() bool
+	if c.events == c.armEvents {
+		// Nothing polled since the CQ was armed: no event can be queued
+		// unless a completion has come since (quietWait looks).
+		quiet, c.quietAt = c.quiet, c.polls.Load()
+	}
 	c.waiting = true
 	c.mu.Unlock()
-	err := c.t.wait(ctx)
+	err := c.t.wait(ctx, quiet)
 	c.mu.Lock()
 	c.waiting = false
 	r := wokeEvent
@@ -613,6 +630,19 @@ func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		c.wakeAll(wake)
 	}
 	return r
+}
+
+// quietWait is the waiter's quiet (see transport.wait), called without mu
+// once the channel's old readiness is forgotten. The waiter checked, under
+// mu, that no completion was taken since the CQ was armed (so every event
+// the arm can raise is for a completion still in the CQ or yet to come); the
+// channel then holds no event if the CQ is empty now and nobody has polled
+// since the waiter let go of mu. The kernel puts a completion in the CQ
+// before it queues the event; a poller counts itself (polls) before it
+// polls. So the CQ is looked at first: a completion taken from it before
+// that look was counted before the count is read here.
+func (c *Conn) quietWait() bool {
+	return !c.t.ready() && c.polls.Load() == c.quietAt
 }
 
 // sleepLocked is blockLocked for a goroutine that does not wait in the

@@ -41,7 +41,10 @@ type fakeEnd struct {
 	recvs    int
 	inflight []fakeMsg // posted toward the peer, not yet delivered
 	armed    bool
-	ev       chan struct{}
+	events   int           // events queued and not yet read (the channel's)
+	ev       chan struct{} // readiness: a token per new event, as the netpoller's edge
+	quietOff bool          // wait reads before it parks even when quiet says it need not
+	quiets   int           // waits that parked without reading
 	gone     chan struct{}
 	errState bool
 	closed   bool
@@ -92,6 +95,7 @@ func (e *fakeEnd) complete(wc uverbs.WC) {
 	e.cq = append(e.cq, wc)
 	if e.armed {
 		e.armed = false
+		e.events++
 		select {
 		case e.ev <- struct{}{}:
 		default:
@@ -257,16 +261,53 @@ func (e *fakeEnd) arm() error {
 	return nil
 }
 
-func (e *fakeEnd) wait(ctx context.Context) error {
+// wait is the channel's wait as uverbs does it on the netpoller: the old
+// readiness is forgotten first (RawConn.Read's reset), then, unless quiet
+// says no event is queued, an event is read at once if there is one;
+// otherwise only a new event's readiness (or ctx) ends the park. A quiet
+// that says so wrongly leaves the wait to ctx, as with the kernel.
+func (e *fakeEnd) wait(ctx context.Context, quiet func() bool) error {
 	if e.onWait != nil {
 		e.onWait()
 	}
 	select {
 	case <-e.ev:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
 	}
+	if quiet != nil && !e.quietOff && quiet() {
+		e.w.mu.Lock()
+		e.quiets++
+		e.w.mu.Unlock()
+	} else if e.takeEvent() {
+		return nil
+	}
+	for {
+		select {
+		case <-e.ev:
+			if e.takeEvent() {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// takeEvent reads a queued event, if there is one.
+func (e *fakeEnd) takeEvent() bool {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	if e.events == 0 {
+		return false
+	}
+	e.events--
+	return true
+}
+
+func (e *fakeEnd) ready() bool {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	return len(e.cq) > 0
 }
 
 func (e *fakeEnd) done() <-chan struct{} { return e.gone }

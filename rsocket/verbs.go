@@ -40,10 +40,12 @@ func (v *verbsTransport) done() <-chan struct{}    { return v.cc.Done() }
 
 // wait is ibv_get_cq_event on the connection's channel (CompChannel.Wait
 // parks on the netpoller).
-func (v *verbsTransport) wait(ctx context.Context) error {
-	_, err := v.ch.Wait(ctx)
+func (v *verbsTransport) wait(ctx context.Context, quiet func() bool) error {
+	_, err := v.ch.WaitQuiet(ctx, quiet)
 	return err
 }
+
+func (v *verbsTransport) ready() bool { return v.cq.Ready() }
 
 func (v *verbsTransport) abort() {
 	v.qp.ModifyToErr()

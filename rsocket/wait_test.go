@@ -175,6 +175,109 @@ func TestFakeWaitWakesSleeper(t *testing.T) {
 	}
 }
 
+// TestFakeQuietWait: in a ping-pong each side's Read parks without
+// reading the channel first (nothing was polled since it armed the CQ),
+// and every message still wakes it.
+func TestFakeQuietWait(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	const rounds = 200
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for range rounds {
+			if _, err := io.ReadFull(b, buf); err != nil {
+				done <- err
+				return
+			}
+			if _, err := b.Write(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	a.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	for i := range rounds {
+		if _, err := a.Write(buf); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if _, err := io.ReadFull(a, buf); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	quiets := w.ends[0].quiets
+	w.mu.Unlock()
+	if quiets == 0 {
+		t.Fatalf("no wait of %d round trips parked without reading first", rounds)
+	}
+}
+
+// TestFakeQuietWaitSeesOtherPolls: a completion that arrives and is taken
+// by another caller's poll between the waiter letting go of the lock and
+// its wait (its event queued all the same) must make the wait read: a
+// quiet park would miss that event for good.
+func TestFakeQuietWaitSeesOtherPolls(t *testing.T) {
+	a, b, w := fakePair(t, Options{}, Options{})
+	a.mu.Lock()
+	a.progressLocked() // the start-up's completions: the Read's wait is then quiet
+	a.mu.Unlock()
+	var once sync.Once
+	w.ends[0].onWait = func() {
+		once.Do(func() {
+			if _, err := b.Write([]byte{7}); err != nil {
+				t.Error(err)
+			}
+			a.mu.Lock() // another caller (a Write, a keepalive) polls first
+			a.progressLocked()
+			a.mu.Unlock()
+		})
+	}
+	a.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 1)
+	if n, err := a.Read(buf); err != nil || n != 1 || buf[0] != 7 {
+		t.Fatalf("Read: %d %v (%v), want the byte 7", n, err, buf[:n])
+	}
+	w.mu.Lock()
+	quiets := w.ends[0].quiets
+	w.mu.Unlock()
+	if quiets != 0 {
+		t.Fatalf("%d waits parked without reading; want none (an event was queued)", quiets)
+	}
+}
+
+// TestFakeQuietWaitAfterOwnPoll: a completion that came after the CQ was
+// armed and that the waiter took itself (its own Write's, here) left an
+// event queued: the next wait must read it, not park quietly, or the CQ
+// (disarmed by that event) never raises another and the Read misses the
+// data that comes later.
+func TestFakeQuietWaitAfterOwnPoll(t *testing.T) {
+	a, b, _ := fakePair(t, Options{}, Options{})
+	a.mu.Lock()
+	a.progressLocked() // the start-up's completions
+	if err := a.t.arm(); err != nil {
+		t.Fatal(err)
+	}
+	a.armed, a.armEvents = true, a.events // as blockLocked arms
+	a.mu.Unlock()
+	if _, err := a.Write([]byte{1}); err != nil { // its completion raises the event
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		b.Write([]byte{7})
+	}()
+	a.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 1)
+	if n, err := a.Read(buf); err != nil || n != 1 || buf[0] != 7 {
+		t.Fatalf("Read: %d %v (%v), want the byte 7", n, err, buf[:n])
+	}
+}
+
 // TestFakeIdleKeepAlive: keepalives go on while nobody calls Read or
 // Write: each collects the completions of the ones before, so the control
 // slots (qpCtrlSize) do not run out on an idle connection.

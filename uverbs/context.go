@@ -497,6 +497,8 @@ type eventFile struct {
 	n       int
 	rerr    error
 	tryRead func(fd uintptr) bool
+	quiet   func() bool   // under mu: see read; tryRead's first call takes it
+	reads   atomic.Uint64 // read(2) calls made (for tests)
 	wake    func()
 	woken   atomic.Bool
 	watches [2]eventWatch // under mu: see watch
@@ -523,9 +525,18 @@ func newEventFile(fd int, name string) (*eventFile, error) {
 	}
 	e := &eventFile{f: f, rc: rc}
 	e.tryRead = func(fd uintptr) bool {
+		// RawConn.Read calls this once it has reset the netpoller's
+		// readiness: a quiet channel parks without reading.
+		if q := e.quiet; q != nil {
+			e.quiet = nil
+			if q() {
+				return false
+			}
+		}
 		// Raw: the fd never blocks, and a read through the scheduler's
 		// system call entry would wake sysmon on every message (see
 		// sys.RawRead).
+		e.reads.Add(1)
 		e.n, e.rerr = sys.RawRead(int(fd), e.buf)
 		return e.rerr != syscall.EAGAIN
 	}

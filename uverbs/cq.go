@@ -174,6 +174,18 @@ func (cq *CQ) gone() bool {
 	return gone
 }
 
+// Ready reports whether the CQ's ring holds a completion that Poll would
+// return, without taking it: one load of each ring index, no system call.
+// It is false for a closed CQ. (A WaitQuiet caller's quiet asks it.)
+func (cq *CQ) Ready() bool {
+	if !cq.gate.enter() {
+		return false
+	}
+	ready := cq.ring.Q != nil && !cq.ring.Q.Empty()
+	cq.gate.exit()
+	return ready
+}
+
 // PollN polls until it has n completions in wcs[:n] or ctx is done, yielding
 // the processor between empty polls. It is the helper for tests and teardown;
 // a latency-sensitive loop calls Poll itself, and a thread-friendly one waits

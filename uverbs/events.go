@@ -21,9 +21,14 @@ import (
 // "use of closed file", which is not os.ErrClosed).
 //
 // end, when not nil, ends the read as ctx does (a connection's lifetime).
-func (e *eventFile) read(ctx, end context.Context, buf []byte) error {
+//
+// quiet, when not nil, is asked once, by the first attempt to read, whether
+// the read may park without reading first (see CompChannel.WaitQuiet).
+func (e *eventFile) read(ctx, end context.Context, buf []byte, quiet func() bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.quiet = quiet
+	defer func() { e.quiet = nil }()
 	if err := e.readLocked(ctx, end, buf); err != nil {
 		if e.closed.Load() || errors.Is(err, os.ErrClosed) {
 			return ErrClosed
@@ -144,14 +149,31 @@ func (ch *CompChannel) Context() *Context { return ch.ctx }
 // has a completion and returns that CQ (now disarmed: Arm it again, then Poll).
 // It returns ctx.Err() when ctx is done first.
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
-	return ch.wait(ctx, nil)
+	return ch.wait(ctx, nil, nil)
 }
 
-// wait is Wait that also ends when end (if not nil) is done.
-func (ch *CompChannel) wait(ctx, end context.Context) (*CQ, error) {
+// WaitQuiet is Wait for a caller that can tell, without a system call,
+// that the channel holds no unread event: it then parks at once, sparing
+// the read(2) that would fail with EAGAIN (C's ibv_get_cq_event blocks in
+// that read instead; a goroutine must not). quiet is called once, after
+// the netpoller has forgotten any earlier readiness of the channel (from
+// then on only a new event wakes the parked read), and must return true
+// only if no event can be queued: an event left unread with quiet true is
+// never seen, and the wait ends only with ctx. A caller that armed every CQ
+// on the channel, then polled nothing from them (nor did anyone else), and
+// finds every ring empty (CQ.Ready false) inside quiet knows it: the kernel
+// puts a completion in the ring before it queues the event. With quiet nil,
+// or false, WaitQuiet is Wait.
+func (ch *CompChannel) WaitQuiet(ctx context.Context, quiet func() bool) (*CQ, error) {
+	return ch.wait(ctx, nil, quiet)
+}
+
+// wait is Wait that also ends when end (if not nil) is done, and parks
+// before reading when quiet says so.
+func (ch *CompChannel) wait(ctx, end context.Context, quiet func() bool) (*CQ, error) {
 	ch.rmu.Lock()
 	defer ch.rmu.Unlock()
-	if err := ch.ev.read(ctx, end, abi.Bytes(&ch.buf)); err != nil {
+	if err := ch.ev.read(ctx, end, abi.Bytes(&ch.buf), quiet); err != nil {
 		return nil, fmt.Errorf("wait for completion event: %w", err)
 	}
 	cq, ok := ch.ctx.lookup(ch.buf.CQHandle).(*CQ)
@@ -219,7 +241,7 @@ func (c *Context) WaitAsyncEvent(ctx context.Context) (AsyncEvent, error) {
 		return AsyncEvent{}, fmt.Errorf("wait async event: the kernel gave no async event fd: %w", ErrNotSupported)
 	}
 	var d abi.AsyncEventDesc
-	if err := c.async.read(ctx, nil, abi.Bytes(&d)); err != nil {
+	if err := c.async.read(ctx, nil, abi.Bytes(&d), nil); err != nil {
 		return AsyncEvent{}, fmt.Errorf("wait async event: %w", err)
 	}
 	ev := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}

@@ -80,7 +80,7 @@ func WaitCQs(ctx, end context.Context, wcs []WC, cqs ...*CQ) (int, *CQ, error) {
 				return n, cq, nil
 			}
 		}
-		if _, err := ch.wait(ctx, end); err != nil {
+		if _, err := ch.wait(ctx, end, nil); err != nil {
 			if ctx.Err() != nil || end != nil && end.Err() != nil {
 				continue // poll once more, then say why
 			}

@@ -300,3 +300,86 @@ func TestWaitPollsAndChecks(t *testing.T) {
 		t.Errorf("Wait on a closed CQ: %v, want ErrClosed", err)
 	}
 }
+
+// readsOf is how many read(2) calls the CQ's channel has made.
+func readsOf(cq *CQ) uint64 { return cq.channel.ev.reads.Load() }
+
+// waitQuietAsync runs WaitQuiet (or Wait, with quiet nil) in a goroutine
+// and hands back its result; the caller plays the kernel meanwhile.
+func waitQuietAsync(cq *CQ, d time.Duration, quiet func() bool) <-chan error {
+	res := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		var got *CQ
+		var err error
+		if quiet == nil {
+			got, err = cq.channel.Wait(ctx)
+		} else {
+			got, err = cq.channel.WaitQuiet(ctx, quiet)
+		}
+		if err == nil && got != cq {
+			err = errors.New("the event named another CQ")
+		}
+		res <- err
+	}()
+	return res
+}
+
+// TestWaitQuiet: a quiet channel parks without the read(2) that fails
+// with EAGAIN and wakes for the next event; a ring with a completion makes
+// quiet false and the wait reads at once; plain Wait reads before it parks.
+func TestWaitQuiet(t *testing.T) {
+	t.Run("parks without reading", func(t *testing.T) {
+		cq, _, event := fakeChannelCQ(t)
+		calls := 0
+		res := waitQuietAsync(cq, 5*time.Second, func() bool { calls++; return !cq.Ready() })
+		time.Sleep(50 * time.Millisecond) // let it park
+		if n := readsOf(cq); n != 0 {
+			t.Fatalf("%d reads before the event, want 0", n)
+		}
+		fakeProduce(cq, 1)
+		fakeEvent(t, event, cq)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		if n := readsOf(cq); n != 1 || calls != 1 {
+			t.Fatalf("%d reads and %d calls of quiet, want 1 and 1", n, calls)
+		}
+	})
+	t.Run("completion in the ring", func(t *testing.T) {
+		cq, _, event := fakeChannelCQ(t)
+		fakeProduce(cq, 1)
+		fakeEvent(t, event, cq)
+		if err := <-waitQuietAsync(cq, 5*time.Second, func() bool { return !cq.Ready() }); err != nil {
+			t.Fatal(err)
+		}
+		if n := readsOf(cq); n != 1 {
+			t.Fatalf("%d reads, want 1", n)
+		}
+	})
+	t.Run("plain Wait reads first", func(t *testing.T) {
+		cq, _, event := fakeChannelCQ(t)
+		res := waitQuietAsync(cq, 5*time.Second, nil)
+		time.Sleep(50 * time.Millisecond)
+		fakeEvent(t, event, cq)
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		if n := readsOf(cq); n != 2 {
+			t.Fatalf("%d reads, want 2 (EAGAIN, then the event)", n)
+		}
+	})
+	// Why quiet must not lie: an event queued before the wait is not
+	// read, and no new readiness comes for it; only the context ends the
+	// wait.
+	t.Run("a queued event with quiet true", func(t *testing.T) {
+		cq, _, event := fakeChannelCQ(t)
+		fakeEvent(t, event, cq)
+		time.Sleep(20 * time.Millisecond) // the netpoller may see it first
+		err := <-waitQuietAsync(cq, 200*time.Millisecond, func() bool { return true })
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitQuiet: %v, want the context's deadline", err)
+		}
+	})
+}
