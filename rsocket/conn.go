@@ -821,6 +821,9 @@ func (c *Conn) Write(b []byte) (int, error) {
 		xfer = min(xfer, c.sbufAvail, int(c.tgt[c.tgtIdx].Length))
 		c.writeDataLocked(b[n:n+xfer], false)
 		n += xfer
+		if n == len(b) && c.err == nil {
+			return n, nil // all posted: what could stop a next part is moot
+		}
 	}
 }
 

@@ -678,3 +678,16 @@ func TestDeadlineExpired(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestFakeWritePostFails: a Write whose last part the QP refuses to post
+// fails; it does not report the bytes as written.
+func TestFakeWritePostFails(t *testing.T) {
+	a, _, w := fakePair(t, Options{}, Options{})
+	w.mu.Lock()
+	w.ends[0].closed = true // the QP refuses posts
+	w.mu.Unlock()
+	n, err := a.Write([]byte("hello"))
+	if err == nil || !strings.Contains(err.Error(), "post send") {
+		t.Fatalf("Write: %d, %v; want the post's failure", n, err)
+	}
+}
