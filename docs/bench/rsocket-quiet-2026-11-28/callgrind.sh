@@ -1,0 +1,42 @@
+#!/bin/sh
+# One VM: instructions each client's user space executes per 64 B round
+# trip, counted by valgrind's callgrind (the host's valgrind, seen by the
+# guest through the lab's root): c, rstream at polling_time 0; old and new,
+# the rsocket test binary's bench client built before and after a change
+# (PollTime 0, GODEBUG=asyncpreemptoff=1: callgrind asserts on the
+# runtime's preemption signals). The server runs natively. Each client runs
+# 200 and 1,200 round trips; the difference of the process's totals (all
+# its threads) divided by 1,000 is the count per round trip. The Go
+# client's total also holds its dial retries (it dials until the server
+# listens) and both kinds spin a little before they sleep, so two runs
+# differ by some hundreds of instructions per round trip.
+#   (binaries as for syscalls.sh)
+#   flock /tmp/lab.lock go run ./cmd/rdmalab run --kernel 6.1 -- sh docs/bench/rsocket-quiet-2026-11-28/callgrind.sh
+B=${INV_BIN:-out/inv}
+cp $B/rsocket-old.test /tmp/old.test && cp $B/rsocket.test /tmp/new.test || exit 1
+mount -t tmpfs quiet /etc/rdma && mkdir -p /etc/rdma/rsocket && echo 0 > /etc/rdma/rsocket/polling_time || exit 1
+port=20400
+A=$RDMALAB_ADDR
+export GODEBUG=asyncpreemptoff=1
+for I in 200 1200; do
+for k in c old new; do
+  port=$((port+1))
+  if [ $k = c ]; then
+    rstream -S 64 -C 1 -I $I -T b -p $port -b $A > /tmp/srv.txt 2>&1 &
+    sp=$!; sleep 1
+    set -- rstream -S 64 -C 1 -I $I -T b -p $port -s $A
+  else
+    RSOCKET_BENCH_SERVER="$A:$port 64 1 $I false false" /tmp/$k.test > /tmp/srv.txt 2>&1 &
+    sp=$!; sleep 1
+    set -- /tmp/$k.test
+  fi
+  export RSOCKET_BENCH_CLIENT="$A:$port 64 1 $I false false"
+  valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out "$@" > /tmp/cli.txt 2>/tmp/vg.err
+  rc=$?
+  unset RSOCKET_BENCH_CLIENT
+  wait $sp
+  echo "=== $k I=$I rc=$rc: $(grep -E '^custom' /tmp/cli.txt | tail -1)"
+  grep -E "Collected" /tmp/vg.err
+done
+done
+umount /etc/rdma
