@@ -115,11 +115,7 @@ func TestFakeWaitHandOff(t *testing.T) {
 	}()
 	waitFor(t, "the blocked Read to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
 	const size = 4 << 20 // more than b's ring: a's Write blocks until b reads
-	werr := make(chan error, 1)
-	go func() {
-		_, err := a.Write(make([]byte, size))
-		werr <- err
-	}()
+	werr := writeAsync(a, size)
 	select {
 	case err := <-rerr:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -131,17 +127,35 @@ func TestFakeWaitHandOff(t *testing.T) {
 	// b reads in the background: if a's Write never resumes, the copy
 	// blocks until the cleanup closes b.
 	go io.CopyN(io.Discard, b, size)
+	awaitWrite(t, werr, "the blocked Write never completed after the Read left the channel", &rec)
+	calls := rec.snapshot()
+	if calls[0] != "(*Conn).Read" || !strings.Contains(strings.Join(calls, " "), "(*Conn).Write") {
+		t.Fatalf("waits in the channel: %q, want the Read's first, then the Write's", calls)
+	}
+}
+
+// writeAsync writes size zero bytes to c in a goroutine and hands back
+// its error.
+func writeAsync(c *Conn, size int) <-chan error {
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(make([]byte, size))
+		werr <- err
+	}()
+	return werr
+}
+
+// awaitWrite fails the test unless writeAsync's Write succeeds within 5 s;
+// stuck says what a timeout means, rec's waits go with it.
+func awaitWrite(t *testing.T, werr <-chan error, stuck string, rec *waitRecorder) {
+	t.Helper()
 	select {
 	case err := <-werr:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatalf("the blocked Write never completed after the Read left the channel (waits: %q)", rec.snapshot())
-	}
-	calls := rec.snapshot()
-	if calls[0] != "(*Conn).Read" || !strings.Contains(strings.Join(calls, " "), "(*Conn).Write") {
-		t.Fatalf("waits in the channel: %q, want the Read's first, then the Write's", calls)
+		t.Fatalf("%s (waits in the channel: %q)", stuck, rec.snapshot())
 	}
 }
 
@@ -156,20 +170,9 @@ func TestFakeWaitWakesSleeper(t *testing.T) {
 	go a.Read(make([]byte, 1)) // ends with the cleanup's Close
 	waitFor(t, "the blocked Read to wait in the channel", func() bool { return len(rec.snapshot()) > 0 })
 	const size = 4 << 20 // more than b's ring: a's Write blocks until b reads
-	werr := make(chan error, 1)
-	go func() {
-		_, err := a.Write(make([]byte, size))
-		werr <- err
-	}()
+	werr := writeAsync(a, size)
 	go io.CopyN(io.Discard, b, size)
-	select {
-	case err := <-werr:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the sleeping Write was never woken (waits in the channel: %q)", rec.snapshot())
-	}
+	awaitWrite(t, werr, "the sleeping Write was never woken", &rec)
 	if calls := rec.snapshot(); len(calls) < 2 || calls[0] != "(*Conn).Read" {
 		t.Fatalf("waits in the channel: %q, want the Read's and more", calls)
 	}

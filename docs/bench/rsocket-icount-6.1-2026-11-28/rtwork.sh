@@ -12,23 +12,16 @@
 #   flock /tmp/lab.lock go run ./cmd/rdmalab run --icount --kernel 6.1 -- sh docs/bench/rsocket-icount-6.1-2026-11-28/rtwork.sh
 B=${INV_BIN:-out/inv}
 I=${INV_ITERS:-5000}
-cp $B/rsocket.test /tmp/rsocket.test
+cp $B/rsocket.test /tmp/g.test
 mount -t tmpfs rtwork /etc/rdma && mkdir -p /etc/rdma/rsocket && echo 0 > /etc/rdma/rsocket/polling_time || exit 1
 echo "polling_time $(cat /etc/rdma/rsocket/polling_time)"
+. docs/bench/rsocket-quiet-2026-11-28/pair.sh
 port=20300
-A=$RDMALAB_ADDR
 for k in c g c g; do
   port=$((port+1))
-  if [ $k = c ]; then
-    rstream -S 64 -C 1 -I $I -T b -p $port -b $A > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- rstream -S 64 -C 1 -I $I -T b -p $port -s $A
-  else
-    RSOCKET_BENCH_SERVER="$A:$port 64 1 $I false false" /tmp/rsocket.test > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- env RSOCKET_BENCH_CLIENT="$A:$port 64 1 $I false false" /tmp/rsocket.test
-  fi
-  perf record -q -a -F 10000 -o /tmp/perf.data -- "$@" > /tmp/cli.txt 2>/tmp/rec.err
+  start_pair $k $port $I
+  perf record -q -a -F 10000 -o /tmp/perf.data -- $cli > /tmp/cli.txt 2>/tmp/rec.err
+  unset RSOCKET_BENCH_CLIENT
   wait $sp
   echo "=== $k: $(grep -E '^custom' /tmp/cli.txt | tail -1)"
   perf report -i /tmp/perf.data -n --sort comm --stdio 2>/dev/null | grep -E '^#.*Samples|^ +[0-9]' | head -8

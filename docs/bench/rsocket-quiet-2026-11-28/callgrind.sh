@@ -15,23 +15,14 @@
 B=${INV_BIN:-out/inv}
 cp $B/rsocket-old.test /tmp/old.test && cp $B/rsocket.test /tmp/new.test || exit 1
 mount -t tmpfs quiet /etc/rdma && mkdir -p /etc/rdma/rsocket && echo 0 > /etc/rdma/rsocket/polling_time || exit 1
+. docs/bench/rsocket-quiet-2026-11-28/pair.sh
 port=20400
-A=$RDMALAB_ADDR
 export GODEBUG=asyncpreemptoff=1
 for I in 200 1200; do
 for k in c old new; do
   port=$((port+1))
-  if [ $k = c ]; then
-    rstream -S 64 -C 1 -I $I -T b -p $port -b $A > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- rstream -S 64 -C 1 -I $I -T b -p $port -s $A
-  else
-    RSOCKET_BENCH_SERVER="$A:$port 64 1 $I false false" /tmp/$k.test > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- /tmp/$k.test
-  fi
-  export RSOCKET_BENCH_CLIENT="$A:$port 64 1 $I false false"
-  valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out "$@" > /tmp/cli.txt 2>/tmp/vg.err
+  start_pair $k $port $I
+  valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out $cli > /tmp/cli.txt 2>/tmp/vg.err
   rc=$?
   unset RSOCKET_BENCH_CLIENT
   wait $sp

@@ -18,23 +18,14 @@ mount -t tmpfs quiet /etc/rdma && mkdir -p /etc/rdma/rsocket && echo 0 > /etc/rd
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 mount -t debugfs nodev /sys/kernel/debug 2>/dev/null
 echo -1 > /proc/sys/kernel/perf_event_paranoid
+. docs/bench/rsocket-quiet-2026-11-28/pair.sh
 port=20500
-A=$RDMALAB_ADDR
 for rep in $(seq ${INV_REPS:-2}); do
 for I in 200 2200; do
 for k in c old new; do
   port=$((port+1))
-  if [ $k = c ]; then
-    rstream -S 64 -C 1 -I $I -T b -p $port -b $A > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- rstream -S 64 -C 1 -I $I -T b -p $port -s $A
-  else
-    RSOCKET_BENCH_SERVER="$A:$port 64 1 $I false false" /tmp/$k.test > /tmp/srv.txt 2>&1 &
-    sp=$!; sleep 1
-    set -- /tmp/$k.test
-  fi
-  export RSOCKET_BENCH_CLIENT="$A:$port 64 1 $I false false"
-  perf stat -a -x, -e 'syscalls:sys_enter_*' -o /tmp/ps.txt -- "$@" > /tmp/cli.txt 2>&1
+  start_pair $k $port $I
+  perf stat -a -x, -e 'syscalls:sys_enter_*' -o /tmp/ps.txt -- $cli > /tmp/cli.txt 2>&1
   unset RSOCKET_BENCH_CLIENT
   wait $sp
   echo "=== $k I=$I: $(grep -E '^custom' /tmp/cli.txt | tail -1)"
