@@ -45,6 +45,9 @@ func (v *verbsTransport) wait(ctx context.Context, quiet func() bool) error {
 	return err
 }
 
+// ready looks at the connection's one CQ: cm creates it and the channel for
+// this connection alone (cmOptions), sends and receives on it, so it is the
+// only CQ that can queue an event on the channel (quietWait relies on that).
 func (v *verbsTransport) ready() bool { return v.cq.Ready() }
 
 func (v *verbsTransport) abort() {

@@ -176,7 +176,8 @@ func (cq *CQ) gone() bool {
 
 // Ready reports whether the CQ's ring holds a completion that Poll would
 // return, without taking it: one load of each ring index, no system call.
-// It is false for a closed CQ. (A WaitQuiet caller's quiet asks it.)
+// It is false for a closed CQ. (A WaitQuiet caller's quiet asks it; C has
+// no counterpart: ibv_poll_cq would take the completion.)
 func (cq *CQ) Ready() bool {
 	if !cq.gate.enter() {
 		return false
