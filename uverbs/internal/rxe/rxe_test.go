@@ -160,6 +160,28 @@ func TestSendWQEEncoding(t *testing.T) {
 	}
 }
 
+// One SGE, the common case, is stored without copy's call: the same bytes,
+// and nothing written past it.
+func TestSendWQEOneSGE(t *testing.T) {
+	sq := &SendQueue{Q: NewMemQueue(4, SendWQEHeader+2*16), MaxSGE: 2}
+	slot := sq.Q.ProducerSlot()
+	b := unsafe.Slice((*byte)(slot), SendWQEHeader+32)
+	for i := range b {
+		b[i] = 0xee // what an earlier WQE left in the slot
+	}
+	if err := sq.Post(&SendWR{Opcode: abi.IB_WR_RDMA_WRITE, RemoteAddr: 0x9000, RKey: 3,
+		SGL: []abi.SGE{{Addr: 0x1000, Length: 100, LKey: 7}}}); err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if a, l, k, n, d := le.Uint64(b[208:]), le.Uint32(b[216:]), le.Uint32(b[220:]), le.Uint32(b[196:]), le.Uint32(b[184:]); a != 0x1000 || l != 100 || k != 7 || n != 1 || d != 100 {
+		t.Errorf("sge[0] %#x/%d/%d, num_sge %d, dma.length %d; want 0x1000/100/7, 1, 100", a, l, k, n, d)
+	}
+	if !bytes.Equal(b[224:240], bytes.Repeat([]byte{0xee}, 16)) {
+		t.Errorf("bytes past the one SGE changed: %x", b[224:240])
+	}
+}
+
 func TestSendWQEAtomicUDInline(t *testing.T) {
 	sq := &SendQueue{Q: NewMemQueue(8, SendWQEHeader+64), MaxSGE: 1, MaxInline: 64, UD: true}
 	le := binary.LittleEndian
