@@ -148,13 +148,13 @@ type Conn struct {
 	ctlWake   chan struct{}
 	drainWake chan struct{}
 
-	mu        sync.Mutex // everything below, and every use of t
-	closed    bool       // Close was called
-	torn      bool       // t is closed
-	armed     bool       // the CQ is armed: its next completion raises an event
-	armEvents uint64     // events when the CQ was last armed
-	quietAt   uint64     // polls when the waiter last let go of mu to wait quietly
-	quiet     func() bool
+	mu        sync.Mutex    // everything below, and every use of t
+	closed    bool          // Close was called
+	torn      bool          // t is closed
+	armed     bool          // the CQ is armed: its next completion raises an event
+	armEvents uint64        // events when the CQ was last armed
+	quietAt   uint64        // polls when the waiter last let go of mu to wait quietly
+	quiet     func() bool   // c.quietWait, made once rather than a method value per wait (which may allocate)
 	waiting   bool          // a goroutine waits for that event in t.wait
 	sleepers  int           // goroutines in sleepLocked (they wait for a wake)
 	events    uint64        // completions handled
