@@ -383,3 +383,22 @@ func TestWaitQuiet(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitQuietNoAlloc: arm, a quiet wait that sleeps (or reads at once
+// when the completion came first), poll: nothing allocated.
+func TestWaitQuietNoAlloc(t *testing.T) {
+	cq, cmds, event := fakeChannelCQ(t)
+	fakeKernel(t, cq, cmds, event)
+	ctx := context.Background()
+	wcs := make([]WC, 4)
+	quiet := func() bool { return !cq.Ready() }
+	checkSleepingWaitAllocs(t, cq, "a quiet wait", func() (int, error) {
+		if err := cq.Arm(false); err != nil {
+			return 0, err
+		}
+		if _, err := cq.channel.WaitQuiet(ctx, quiet); err != nil {
+			return 0, err
+		}
+		return cq.Poll(wcs), nil
+	})
+}
