@@ -43,7 +43,6 @@ type fakeEnd struct {
 	armed    bool
 	events   int           // events queued and not yet read (the channel's)
 	ev       chan struct{} // readiness: a token per new event, as the netpoller's edge
-	quietOff bool          // wait reads before it parks even when quiet says it need not
 	quiets   int           // waits that parked without reading
 	gone     chan struct{}
 	errState bool
@@ -274,7 +273,7 @@ func (e *fakeEnd) wait(ctx context.Context, quiet func() bool) error {
 	case <-e.ev:
 	default:
 	}
-	if quiet != nil && !e.quietOff && quiet() {
+	if quiet != nil && quiet() {
 		e.w.mu.Lock()
 		e.quiets++
 		e.w.mu.Unlock()

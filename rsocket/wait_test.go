@@ -212,12 +212,16 @@ func TestFakeQuietWait(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	w.mu.Lock()
-	quiets := w.ends[0].quiets
-	w.mu.Unlock()
-	if quiets == 0 {
+	if quiets := quietsOf(w); quiets == 0 {
 		t.Fatalf("no wait of %d round trips parked without reading first", rounds)
 	}
+}
+
+// quietsOf is how many of end 0's waits parked without reading.
+func quietsOf(w *fakeWire) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ends[0].quiets
 }
 
 // TestFakeQuietWaitSeesOtherPolls: a completion that arrives and is taken
@@ -245,10 +249,7 @@ func TestFakeQuietWaitSeesOtherPolls(t *testing.T) {
 	if n, err := a.Read(buf); err != nil || n != 1 || buf[0] != 7 {
 		t.Fatalf("Read: %d %v (%v), want the byte 7", n, err, buf[:n])
 	}
-	w.mu.Lock()
-	quiets := w.ends[0].quiets
-	w.mu.Unlock()
-	if quiets != 0 {
+	if quiets := quietsOf(w); quiets != 0 {
 		t.Fatalf("%d waits parked without reading; want none (an event was queued)", quiets)
 	}
 }

@@ -112,14 +112,26 @@ func TestWaitArmsAndSleeps(t *testing.T) {
 
 // A Wait that sleeps (arms the CQ, parks on the channel, is woken by the
 // event) allocates nothing of its own when ctx cannot be cancelled
-// (TestWaitSleepsKeepsWatch: nor, after the first, with a cancellable one).
-// fakeKernel plays the kernel.
+// (TestWaitSleepsKeepsWatch: nor, after the first, with a cancellable one),
+// and neither does arming and a quiet wait (WaitQuiet, which sleeps, or
+// reads at once when the completion came first). fakeKernel plays the
+// kernel.
 func TestWaitSleepsNoAlloc(t *testing.T) {
 	cq, cmds, event := fakeChannelCQ(t)
 	fakeKernel(t, cq, cmds, event)
 	ctx := context.Background()
 	wcs := make([]WC, 4)
 	checkSleepingWaitAllocs(t, cq, "a sleeping Wait", func() (int, error) { return cq.Wait(ctx, wcs) })
+	quiet := func() bool { return !cq.Ready() }
+	checkSleepingWaitAllocs(t, cq, "a quiet wait", func() (int, error) {
+		if err := cq.Arm(false); err != nil {
+			return 0, err
+		}
+		if _, err := cq.channel.WaitQuiet(ctx, quiet); err != nil {
+			return 0, err
+		}
+		return cq.Poll(wcs), nil
+	})
 }
 
 // checkSleepingWaitAllocs runs wait (a Wait that sleeps once, fakeKernel
@@ -333,8 +345,13 @@ func TestWaitQuiet(t *testing.T) {
 	t.Run("parks without reading", func(t *testing.T) {
 		cq, _, event := fakeChannelCQ(t)
 		calls := 0
-		res := waitQuietAsync(cq, 5*time.Second, func() bool { calls++; return !cq.Ready() })
-		time.Sleep(50 * time.Millisecond) // let it park
+		asked := make(chan struct{})
+		res := waitQuietAsync(cq, 5*time.Second, func() bool {
+			calls++
+			close(asked)
+			return !cq.Ready()
+		})
+		<-asked // the readiness is reset: the event below wakes the park
 		if n := readsOf(cq); n != 0 {
 			t.Fatalf("%d reads before the event, want 0", n)
 		}
@@ -361,7 +378,9 @@ func TestWaitQuiet(t *testing.T) {
 	t.Run("plain Wait reads first", func(t *testing.T) {
 		cq, _, event := fakeChannelCQ(t)
 		res := waitQuietAsync(cq, 5*time.Second, nil)
-		time.Sleep(50 * time.Millisecond)
+		for end := time.Now().Add(5 * time.Second); readsOf(cq) == 0 && time.Now().Before(end); {
+			time.Sleep(time.Millisecond) // until the read that finds nothing
+		}
 		fakeEvent(t, event, cq)
 		if err := <-res; err != nil {
 			t.Fatal(err)
@@ -381,24 +400,5 @@ func TestWaitQuiet(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WaitQuiet: %v, want the context's deadline", err)
 		}
-	})
-}
-
-// TestWaitQuietNoAlloc: arm, a quiet wait that sleeps (or reads at once
-// when the completion came first), poll: nothing allocated.
-func TestWaitQuietNoAlloc(t *testing.T) {
-	cq, cmds, event := fakeChannelCQ(t)
-	fakeKernel(t, cq, cmds, event)
-	ctx := context.Background()
-	wcs := make([]WC, 4)
-	quiet := func() bool { return !cq.Ready() }
-	checkSleepingWaitAllocs(t, cq, "a quiet wait", func() (int, error) {
-		if err := cq.Arm(false); err != nil {
-			return 0, err
-		}
-		if _, err := cq.channel.WaitQuiet(ctx, quiet); err != nil {
-			return 0, err
-		}
-		return cq.Poll(wcs), nil
 	})
 }
