@@ -133,6 +133,7 @@ const (
 	defRxSend      = 512
 	defRxRDMA      = 1
 	defCQMod       = 100
+	defWarmup      = 30 * time.Millisecond // see spinUp
 	cqModSizeLimit = 8192  // above this perftest signals every WR (MSG_SIZE_CQ_MOD_LIMIT)
 	peakItersLimit = 20000 // above this perftest skips the peak (O(n²/cq_mod))
 	maxQPs         = 256
@@ -149,6 +150,7 @@ type Config struct {
 	Iters    int           // -n: iterations per size (connections for conn_time)
 	Duration time.Duration // -D: run for this long instead of Iters
 	Margin   time.Duration // -f: warm-up and cool-down around a -D sample
+	Warmup   time.Duration // --warmup: the BW client spins this long before an -n loop (see spinUp)
 	QPs      int           // -q
 	TxDepth  int           // -t
 	RxDepth  int           // -r
@@ -261,6 +263,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	var ignored bool
 	both("F", "CPU-freq", func(n string) { fs.BoolVar(&ignored, n, false, "accepted for perftest compatibility (no effect)") })
 	fs.BoolVar(&c.Perftest, "perftest", false, "speak perftest's own exchange (TCP, or rdma_cm with -R): the peer is ib_write_bw, ib_read_lat, ... (same test, -s, -n, -q and -R on both sides)")
+	fs.DurationVar(&c.Warmup, "warmup", defWarmup, "bandwidth client, -n runs: keep the loop's thread busy this `long` before the first post, unmeasured, so that the Go runtime's sysmon has backed off (0: start at once)")
 	fs.BoolVar(&c.Gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec (MiB/s)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON document on stdout instead of the table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")
@@ -377,6 +380,9 @@ func (c *Config) finish(size int) error {
 	}
 	if c.Duration == 0 && c.Iters < minIters {
 		return fmt.Errorf("-n %d: perftest's algorithms need at least %d iterations", c.Iters, minIters)
+	}
+	if c.Warmup < 0 {
+		return fmt.Errorf("--warmup %v: want 0 or more", c.Warmup)
 	}
 	if c.Duration > 0 {
 		if c.Margin == 0 && !c.set("f", "margin") {

@@ -95,6 +95,37 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
+func TestParseWarmup(t *testing.T) {
+	if c := parse(t, "read_bw"); c.Warmup != 30*time.Millisecond {
+		t.Errorf("default warm-up %v, want 30ms", c.Warmup)
+	}
+	if c := parse(t, "read_bw", "--warmup", "0"); c.Warmup != 0 {
+		t.Errorf("--warmup 0: %v", c.Warmup)
+	}
+	if c := parse(t, "read_bw", "--warmup", "5ms", "--perftest"); c.Warmup != 5*time.Millisecond {
+		t.Errorf("--warmup 5ms: %v", c.Warmup)
+	}
+}
+
+// TestSpinUp: the spin lasts at least its duration by the clock the loop
+// uses, and none at all when off.
+func TestSpinUp(t *testing.T) {
+	clk := calibrate(10 * time.Millisecond)
+	const d = 20 * time.Millisecond
+	t0 := time.Now()
+	spinUp(clk, d)
+	// The calibrated rate is within a few percent of the truth.
+	if got := time.Since(t0); got < d*9/10 {
+		t.Errorf("spinUp(%v) returned after %v", d, got)
+	}
+	t0 = time.Now()
+	spinUp(clk, 0)
+	spinUp(clk, -time.Second)
+	if got := time.Since(t0); got > time.Second {
+		t.Errorf("spinUp(0) and spinUp(-1s) took %v", got)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -124,6 +155,7 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"write_lat", "-l", "2", "-t", "4"}, "bandwidth tests"},
 		{[]string{"conn_time", "-s", "64"}, "conn_time takes -n"},
 		{[]string{"write_bw", "-D", "soon"}, "want seconds"},
+		{[]string{"write_bw", "--warmup", "-1ms"}, "--warmup -1ms: want 0 or more"},
 	} {
 		_, err := ParseArgs(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

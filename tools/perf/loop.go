@@ -86,6 +86,26 @@ func newStamps(n int) []int64 {
 	return s
 }
 
+// spinUp keeps the calling goroutine's thread busy for d, reading the
+// clock, before a bandwidth client's measured loop. A Go process that has
+// been idle (the exchange with the server just before the loop blocks in
+// the netpoller) wakes the runtime's sysmon thread from its idle sleep at
+// the next system call, and sysmon then polls every 20 µs for its first 50
+// rounds, backing off to every 10 ms only after about 15 ms of a busy P;
+// each round preempts the loop on a one-CPU guest. perftest's loop, in C,
+// starts without that. Measured under the lab's instruction clock: a
+// read_bw 4 KiB run of 1,024 iterations (58 ms) lost 1.1 % to it, 100
+// iterations of 64 KiB 0.6 % (docs/bench/warmup-6.1-2026-11-28). An -n
+// latency loop does not spin: its peer would wait for it, inside its own
+// measurement.
+func spinUp(clk Clock, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for end := ticks() + clk.ticksIn(d); ticks() < end; {
+	}
+}
+
 // yieldEvery is how often the loops give the scheduler a turn: just inside
 // the runtime's 10 ms forced-preemption limit. RDMAPERF_YIELD overrides it
 // (a Go duration; 0 turns yielding off).
@@ -338,6 +358,7 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 	var posted, completed []int64
 	if !ph.on {
 		posted, completed = newStamps(int(tot)), newStamps(int(tot))
+		spinUp(s.clock, c.Warmup) // a -D run's margin does this
 	}
 	scnt, ccnt := make([]uint64, q), make([]uint64, q)
 	wcs := make([]uverbs.WC, pollBatch)
