@@ -443,6 +443,9 @@ func TestICountOptions(t *testing.T) {
 	if !o.ICount || !slices.Equal(o.Topologies, []int{1}) || !slices.Equal(o.Tests, []string{"write_bw", "read_bw", "send_bw"}) || o.ConnSetup {
 		t.Errorf("ICountOptions(DefaultOptions()): icount %t, nodes %v, tests %v, conn %t", o.ICount, o.Topologies, o.Tests, o.ConnSetup)
 	}
+	if o.BWBytes != 16<<20 || o.MaxIters != DefaultOptions().MaxIters {
+		t.Errorf("ICountOptions(DefaultOptions()): %d bytes per bandwidth run, at most %d iterations; want 16 MiB and the default's %d", o.BWBytes, o.MaxIters, DefaultOptions().MaxIters)
+	}
 	if err := o.check(); err != nil {
 		t.Errorf("check: %v", err)
 	}

@@ -133,11 +133,14 @@ const (
 	defRxSend      = 512
 	defRxRDMA      = 1
 	defCQMod       = 100
-	defWarmup      = 30 * time.Millisecond // see spinUp
 	cqModSizeLimit = 8192  // above this perftest signals every WR (MSG_SIZE_CQ_MOD_LIMIT)
 	peakItersLimit = 20000 // above this perftest skips the peak (O(n²/cq_mod))
 	maxQPs         = 256
 )
+
+// defWarmup is --warmup's default: enough for sysmon's period to reach
+// 10 ms (see spinUp).
+const defWarmup = 30 * time.Millisecond
 
 // Config is one rdmaperf invocation.
 type Config struct {

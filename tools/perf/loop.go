@@ -87,17 +87,16 @@ func newStamps(n int) []int64 {
 }
 
 // spinUp keeps the calling goroutine's thread busy for d, reading the
-// clock, before a bandwidth client's measured loop. A Go process that has
-// been idle (the exchange with the server just before the loop blocks in
-// the netpoller) wakes the runtime's sysmon thread from its idle sleep at
-// the next system call, and sysmon then polls every 20 µs for its first 50
-// rounds, backing off to every 10 ms only after about 15 ms of a busy P;
-// each round preempts the loop on a one-CPU guest. perftest's loop, in C,
-// starts without that. Measured under the lab's instruction clock: a
-// read_bw 4 KiB run of 1,024 iterations (58 ms) lost 1.1 % to it, 100
-// iterations of 64 KiB 0.6 % (docs/bench/warmup-6.1-2026-11-28). An -n
-// latency loop does not spin: its peer would wait for it, inside its own
-// measurement.
+// clock, before a bandwidth client's measured loop. The exchange with the
+// server just before the loop idles every P, which sends the runtime's
+// sysmon thread into its deep sleep; the next system call through the
+// scheduler's entry wakes it and resets its period: 20 µs for 50 rounds,
+// then doubling to 10 ms, reached after some 10-15 ms of a busy P. Each
+// round preempts the loop on a one-CPU guest; perftest's loop, in C, starts
+// without that. Measured under the lab's instruction clock: read_bw 4 KiB
+// × 1,024 (58 ms) lost 1.3 % to it, write_bw and read_bw 64 KiB × 100
+// 0.5-0.6 % (docs/bench/warmup-6.1-2026-11-28). Latency loops do not spin:
+// the peer would wait for them inside its own measurement.
 func spinUp(clk Clock, d time.Duration) {
 	if d <= 0 {
 		return
