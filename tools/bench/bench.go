@@ -135,11 +135,11 @@ func ShortOptions() Options {
 // at the scheduler's tick: write_lat 2 B measured 4,000 µs), no cm setup.
 // Bandwidth runs move at least 16 MiB (within MaxIters): on 6.12, where
 // rxe works from a workqueue and even the instruction clock varies from run
-// to run, 4 MiB runs left the 4 KiB and 64 KiB intervals at 5–20 % after
-// 12 repetitions and 16 MiB ones at 3.7–4.8 % after 5–11; on 6.1 the
-// intervals narrowed from 0.1–3.5 % to 0.5–0.6 % for write and read in the
-// same three minutes, which go to set-up more than to the loops
-// (docs/bench/warmup-6.1-2026-11-28).
+// to run, the 4 KiB and 64 KiB intervals were 4.4–17.3 % wide with 4 MiB
+// runs (four of six at the 12-repetition cap) and 1.5–4.7 % with 16 MiB
+// (but send_bw 4 KiB, 9.1 % at the cap); on 6.1, write's and read's went
+// from 0.1–2.7 % to 0.5–0.6 %, in the same three minutes, which go to
+// set-up more than to the loops (docs/bench/warmup-6.1-2026-11-28).
 func ICountOptions(o Options) Options {
 	o.ICount = true
 	o.BWBytes = max(o.BWBytes, 16<<20)
