@@ -1,7 +1,8 @@
 """Guest instructions per round trip by where perf's samples fell, from
 rtwork-diff.sh's log: each run's samples by command and DSO (perf itself
 left out), kernel or user space, at 5,000 round trips minus the same kind's
-run at 1,000 (in order), times 100,000 instructions per sample, over 4,000."""
+run at 1,000 (in order), times 100,000 instructions per sample, over the
+round trips between them."""
 import collections
 import re
 import sys
@@ -29,5 +30,5 @@ for k, name in (('c', 'rstream'), ('g', 'Go')):
     lo = [r for r in runs if r['k'] == k and r['I'] == 1000]
     hi = [r for r in runs if r['k'] == k and r['I'] == 5000]
     for a, b in zip(lo, hi):
-        d = {w: (b['n'][w] - a['n'][w]) * 100000 / 4000 for w in ('kernel', 'user')}
+        d = {w: (b['n'][w] - a['n'][w]) * 100000 / (b['I'] - a['I']) for w in ('kernel', 'user')}
         print('%s: per round trip kernel %.0f, user %.0f, in all %.0f' % (name, d['kernel'], d['user'], d['kernel'] + d['user']))

@@ -21,8 +21,10 @@ P=/tmp/rdmaperf
 kind=${INV_KIND:-sysmon}
 if [ $kind = wakestack ]; then
   order="c g c g"; iters=8192; fields=comm,pid,tid,time,event,trace,ip,sym
+  record() { perf record -q -a -g --kernel-callchains -e sched:sched_wakeup --filter 'comm == "ksoftirqd/0"' -o /tmp/perf.data -- "$@"; }
 else
-  order="g w g w"; iters=1024; rec="-e syscalls:sys_enter_nanosleep,syscalls:sys_enter_write"; fields=comm,pid,tid,time,event
+  order="g w g w"; iters=1024; fields=comm,pid,tid,time,event
+  record() { perf record -q -a -e syscalls:sys_enter_nanosleep,syscalls:sys_enter_write -o /tmp/perf.data -- "$@"; }
 fi
 N=${INV_ITERS:-$iters}; S=${INV_SIZE:-4096}; T=${INV_TEST:-read_bw}
 port=20300
@@ -36,11 +38,7 @@ for tool in ${INV_ORDER:-$order}; do
     g) set -- $P $T --perftest --warmup 0 -s $S -n $N -d $d -x $gid -p $port $RDMALAB_ADDR;;
     w) set -- $P $T --perftest -s $S -n $N -d $d -x $gid -p $port $RDMALAB_ADDR;;
   esac
-  if [ $kind = wakestack ]; then
-    perf record -q -a -g --kernel-callchains -e sched:sched_wakeup --filter 'comm == "ksoftirqd/0"' -o /tmp/perf.data -- "$@" > /tmp/cli.out 2>/tmp/rec.err
-  else
-    perf record -q -a $rec -o /tmp/perf.data -- "$@" > /tmp/cli.out 2>/tmp/rec.err
-  fi
+  record "$@" > /tmp/cli.out 2>/tmp/rec.err
   wait $spid
   echo "=== $T $S x $N $tool: $(grep -E "^ +$S " /tmp/cli.out | tr -s ' ')"
   perf script -i /tmp/perf.data -F $fields 2>/dev/null > ${INV_OUT:-out/inv}/$kind-$i-$tool.txt

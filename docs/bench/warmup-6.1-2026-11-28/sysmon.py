@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reads record.sh's perf script dumps (INV_KIND=sysmon) (sysmon-N-TOOL.txt) and prints, per
-run, the client's loop (its longest run of doorbell writes less than 20 ms
+"""Reads record.sh's perf script dumps (INV_KIND=sysmon: sysmon-N-TOOL.txt)
+and prints, per run, the client's loop (its longest run of doorbell writes less than 20 ms
 apart), how many nanosleeps (Go's sysmon sleeps with usleep) its process
 made in the whole run, inside the loop, and inside the loop's first 25 ms.
   python3 docs/bench/warmup-6.1-2026-11-28/sysmon.py out/inv/sysmon-*.txt"""
