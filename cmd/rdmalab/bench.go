@@ -35,7 +35,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")
 	fs.BoolVar(&o.Verbose, "debug", false, "show the guests' consoles and init logs")
-	icountFlag(fs, &o.ICount, "; the bench then runs one VM, the bandwidth tests only and no cm setup (what that clock can time)")
+	icountFlag(fs, &o.ICount, "; the bench then runs one VM, no cm setup, and the tests with one polling side (bandwidth, read_lat, atomic_lat, and send_lat against ib_send_lat -e on either side): what that clock can time")
 	appendFlag(fs, &o.Append)
 	o.Log = stderr
 	fs.Func("nodes", "topologies to run, comma-separated: `1,2` (one VM over rxe loopback, two VMs over a wire)", func(s string) error {

@@ -130,24 +130,58 @@ func ShortOptions() Options {
 // guest CPU's work and the host's load does not move it (bandwidth
 // intervals 0.6–5 % wide after 4 to 12 repetitions, against 27–65 % on
 // the host's clock the same day: docs/bench/icount-6.1-2026-11-28). Only what
-// that clock can time: one VM (two exchange packets in the host's time)
-// and the bandwidth tests (two polling processes on one vCPU take turns
-// at the scheduler's tick: write_lat 2 B measured 4,000 µs), no cm setup.
-// Bandwidth runs move at least 16 MiB (within MaxIters): on 6.12, where
-// rxe works from a workqueue and even the instruction clock varies from run
-// to run, the 4 KiB and 64 KiB intervals were 4.4–17.3 % wide with 4 MiB
-// runs (four of six at the 12-repetition cap) and 1.5–4.7 % with 16 MiB
-// (but send_bw 4 KiB, 9.1 % at the cap); on 6.1, write's and read's went
-// from 0.1–2.7 % to 0.5–0.6 %, in the same three minutes, which go to
-// set-up more than to the loops (docs/bench/warmup-6.1-2026-11-28).
+// that clock can time (icountTimes): one VM (two exchange packets in the
+// host's time), no cm setup, and the tests where no two processes poll at
+// once: two polling processes on one vCPU take turns at the scheduler's
+// tick (write_lat 2 B measured 4,000 µs), so write_lat is left out and
+// send_lat runs as two half-polling cases (halfCases). Bandwidth runs move
+// at least 16 MiB (within MaxIters): on 6.12, where rxe works from a
+// workqueue and even the instruction clock varies from run to run, the
+// 4 KiB and 64 KiB intervals were 4.4–17.3 % wide with 4 MiB runs (four of
+// six at the 12-repetition cap) and 1.5–4.7 % with 16 MiB (but send_bw
+// 4 KiB, 9.1 % at the cap); on 6.1, write's and read's went from 0.1–2.7 %
+// to 0.5–0.6 %, in the same three minutes, which go to set-up more than to
+// the loops (docs/bench/warmup-6.1-2026-11-28). Latency runs take at least
+// 2,000 iterations: t_typical is a median, and a run of them takes tens of
+// milliseconds of the guest's time against seconds of set-up.
 func ICountOptions(o Options) Options {
 	o.ICount = true
 	o.BWBytes = max(o.BWBytes, 16<<20)
+	o.LatIters = max(o.LatIters, 2000)
 	o.Topologies = []int{1}
-	o.Tests = slices.DeleteFunc(slices.Clone(o.Tests), func(t string) bool { return !isBW(t) })
+	o.Tests = slices.DeleteFunc(slices.Clone(o.Tests), func(t string) bool { return icountTimes(t) != "" })
 	o.ConnSetup = false
 	return o
 }
+
+// icountTimes says why the instruction clock cannot time test on one vCPU,
+// or "" when it can. A bandwidth test has one polling process (the other
+// sleeps on its control socket, or polls only between its own posts), and
+// so do read_lat and atomic_lat (the server's program waits for the end
+// while its device answers). send_lat runs as halfCases. write_lat spins
+// on memory on both sides, and perftest's ib_write_lat cannot sleep on
+// events instead.
+func icountTimes(test string) string {
+	if isBW(test) || test == "read_lat" || test == "atomic_lat" || test == "send_lat" {
+		return ""
+	}
+	return "under --icount a " + test + " run times the scheduler, not the tools (one vCPU: both sides spin on memory and take turns at its tick, and perftest's side cannot sleep on events instead)"
+}
+
+// halfPeer is the flag that makes perftest's side of a half-polling case
+// sleep on completion events (its --use_event).
+const halfPeer = "-e"
+
+// halfCases are the sides a send_lat case runs under the instruction clock:
+// the compared tool runs one side, polling, and the other side is perftest
+// sleeping on completion events (ib_send_lat -e), the same program for both
+// tools. On one vCPU two polling sides take turns at the scheduler's tick;
+// with one side asleep, the completion of each message wakes it and it
+// takes the CPU at once, so a round trip is both sides' work, and the
+// difference between the tools is the polling side's. Measured on 6.1:
+// t_typical 26.07 µs for perftest polling against 26.18 for rdmaperf, the
+// same on either side (docs/bench/icount-lat-2026-11-28).
+var halfCases = []string{"client", "server"}
 
 // isBW reports whether test is a bandwidth test (its figure is BW average).
 func isBW(test string) bool { return strings.HasSuffix(test, "_bw") }
@@ -160,6 +194,10 @@ type benchCase struct {
 	Nodes  int    `json:"nodes"`
 	Test   string `json:"test"`
 	Atomic string `json:"atomic,omitempty"`
+	// Polls is the side the compared tool runs in a half-polling case
+	// (halfCases: "client" or "server"); the other side is perftest
+	// sleeping on events. "" when both sides are the tool's.
+	Polls  string `json:"polls,omitempty"`
 	Size   int    `json:"bytes"`
 	Iters  int    `json:"iterations"`
 	Metric string `json:"metric"`
@@ -379,8 +417,8 @@ func (o *Options) check() error {
 			return errors.New("--icount --nodes 2: two VMs exchange packets in the host's time, which the guests' instruction clocks do not count; run --nodes 1")
 		}
 		for _, t := range o.Tests {
-			if !isBW(t) {
-				return fmt.Errorf("--icount --tests %s: under --icount a latency test times the scheduler, not the tools (one vCPU: two polling processes take turns at its tick); run the bandwidth tests", t)
+			if why := icountTimes(t); why != "" {
+				return fmt.Errorf("--icount --tests %s: %s; leave it out", t, why)
 			}
 		}
 		if o.ConnSetup {
@@ -660,8 +698,11 @@ func (b *bencher) repeat(ctx context.Context, cases []*benchCase, n int) error {
 }
 
 func caseName(c *benchCase) string {
-	if c.Atomic != "" {
+	switch {
+	case c.Atomic != "":
 		return c.Test + " " + c.Atomic
+	case c.Polls != "":
+		return c.Test + " " + c.Polls + "-polls"
 	}
 	return c.Test
 }
@@ -685,6 +726,12 @@ func (b *bencher) cases(nodes int) []*benchCase {
 		case pt == perf.AtomicLat:
 			for _, a := range []string{"FETCH_AND_ADD", "CMP_AND_SWAP"} {
 				cs = append(cs, &benchCase{Nodes: nodes, Test: t, Atomic: a, Size: 8, Iters: latIters, Metric: "t_typical [usec]"})
+			}
+		case pt == perf.SendLat && b.o.ICount:
+			for _, s := range b.o.LatSizes {
+				for _, side := range halfCases {
+					cs = append(cs, &benchCase{Nodes: nodes, Test: t, Polls: side, Size: s, Iters: latIters, Metric: "t_typical [usec]"})
+				}
 			}
 		default:
 			for _, s := range b.o.LatSizes {
@@ -931,9 +978,10 @@ type glitch struct {
 // it is recorded in Report.Glitches, not as a failure.
 var errGlitch = errors.New("known glitch of the C tool")
 
-// runChecked is runCase, with a reference run that hit a known glitch of
-// the C tool repeated up to Retries times (each try recorded in the
-// report's glitches). After that it returns errGlitch.
+// runChecked is runCase, with a run whose figure came from perftest (the
+// reference, or the perftest client of a half-polling case) and hit a known
+// glitch of the C tool repeated up to Retries times (each try recorded in
+// the report's glitches). After that it returns errGlitch.
 func (b *bencher) runChecked(c *benchCase, tool string, rep int) (*sample, error) {
 	var g *glitch
 	for try := 0; ; try++ {
@@ -943,7 +991,7 @@ func (b *bencher) runChecked(c *benchCase, tool string, rep int) (*sample, error
 		}
 		s, err := run(c, tool, rep)
 		reason := ""
-		if tool == "C" && err != nil {
+		if err != nil {
 			var ge glitchError
 			if errors.As(err, &ge) {
 				reason = ge.reason
@@ -975,14 +1023,29 @@ type glitchError struct{ reason string }
 
 func (e glitchError) Error() string { return "perftest glitch: " + e.reason }
 
+// caseArgs are the server's and the client's command lines of case c run
+// with tool, and whose output has the figure ("rdmago" or "C"): the
+// client's, which in a half-polling case whose compared side is the server
+// is perftest's for both tools.
+func (b *bencher) caseArgs(c *benchCase, tool string, port int) (srv, cli []string, figure string) {
+	srv = b.toolArgs(tool, c, 0, port, c.Iters)
+	cli = append(b.toolArgs(tool, c, b.nodes-1, port, c.Iters), b.addr[0])
+	switch c.Polls {
+	case "client":
+		srv = b.toolArgs("C", c, 0, port, c.Iters, halfPeer)
+	case "server":
+		cli = append(b.toolArgs("C", c, b.nodes-1, port, c.Iters, halfPeer), b.addr[0])
+		return srv, cli, "C"
+	}
+	return srv, cli, tool
+}
+
 // runCase runs case c once with tool.
 func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
-	port := b.nextPort()
-	srv := b.toolArgs(tool, c, 0, port, c.Iters)
-	cli := append(b.toolArgs(tool, c, b.nodes-1, port, c.Iters), b.addr[0])
+	srv, cli, figure := b.caseArgs(c, tool, b.nextPort())
 	name := fmt.Sprintf("%s-%s-%d-%s-rep%d", strings.ReplaceAll(caseName(c), " ", "-"), sizeLabel(c.Size), c.Size, tool, rep+1)
 	body, wall, err := b.pair(name, srv, cli, "")
-	if tool == "C" {
+	if figure == "C" {
 		out := body
 		if err != nil {
 			out = err.Error()
@@ -995,7 +1058,7 @@ func (b *bencher) runCase(c *benchCase, tool string, rep int) (*sample, error) {
 		return nil, err
 	}
 	s := &sample{Rep: rep + 1, Wall: wall.Seconds()}
-	if tool == "rdmago" {
+	if figure == "rdmago" {
 		var r perf.Report
 		if err := json.Unmarshal([]byte(jsonPart(body)), &r); err != nil || len(r.Results) != 1 {
 			return nil, fmt.Errorf("rdmaperf --json output (%v):\n%s", err, body)

@@ -440,8 +440,8 @@ func TestCompare(t *testing.T) {
 
 func TestICountOptions(t *testing.T) {
 	o := ICountOptions(DefaultOptions())
-	if !o.ICount || !slices.Equal(o.Topologies, []int{1}) || !slices.Equal(o.Tests, []string{"write_bw", "read_bw", "send_bw"}) || o.ConnSetup {
-		t.Errorf("ICountOptions(DefaultOptions()): icount %t, nodes %v, tests %v, conn %t", o.ICount, o.Topologies, o.Tests, o.ConnSetup)
+	if !o.ICount || !slices.Equal(o.Topologies, []int{1}) || !slices.Equal(o.Tests, []string{"write_bw", "read_bw", "send_bw", "send_lat", "read_lat", "atomic_lat"}) || o.ConnSetup || o.LatIters != 2000 {
+		t.Errorf("ICountOptions(DefaultOptions()): icount %t, nodes %v, tests %v, conn %t, %d latency iterations", o.ICount, o.Topologies, o.Tests, o.ConnSetup, o.LatIters)
 	}
 	if o.BWBytes != 16<<20 || o.MaxIters != DefaultOptions().MaxIters {
 		t.Errorf("ICountOptions(DefaultOptions()): %d bytes per bandwidth run, at most %d iterations; want 16 MiB and the default's %d", o.BWBytes, o.MaxIters, DefaultOptions().MaxIters)
@@ -449,8 +449,8 @@ func TestICountOptions(t *testing.T) {
 	if err := o.check(); err != nil {
 		t.Errorf("check: %v", err)
 	}
-	if s := ICountOptions(ShortOptions()); !slices.Equal(s.Tests, []string{"write_bw", "send_bw"}) {
-		t.Errorf("ICountOptions(ShortOptions()).Tests = %v", s.Tests)
+	if s := ICountOptions(ShortOptions()); !slices.Equal(s.Tests, []string{"write_bw", "send_bw", "send_lat"}) || s.LatIters != ShortOptions().LatIters {
+		t.Errorf("ICountOptions(ShortOptions()): tests %v, %d latency iterations", s.Tests, s.LatIters)
 	}
 	for _, tc := range []struct {
 		name string
@@ -466,6 +466,49 @@ func TestICountOptions(t *testing.T) {
 		if err := bad.check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: check() = %v, want an error naming %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestICountHalfCases: under the instruction clock send_lat runs as two
+// half-polling cases per size, the compared tool on one side and perftest
+// sleeping on events (-e) on the other, and the figure is the client's.
+func TestICountHalfCases(t *testing.T) {
+	o := ICountOptions(DefaultOptions())
+	o.Tests, o.LatSizes = []string{"send_lat", "read_lat"}, []int{2}
+	b := &bencher{o: o, nodes: 1, dev: []string{"rxe0"}, gid: []string{"1"}, addr: []string{"10.0.2.15"}}
+	var names []string
+	for _, c := range b.cases(1) {
+		names = append(names, caseName(c)+" "+sizeName(c.Size))
+	}
+	if want := []string{"send_lat client-polls 2 B", "send_lat server-polls 2 B", "read_lat 2 B"}; !slices.Equal(names, want) {
+		t.Fatalf("cases %q, want %q", names, want)
+	}
+	cs := b.cases(1)
+	for _, tc := range []struct {
+		c          *benchCase
+		tool       string
+		srv, cli   string // the programs
+		srvE, cliE bool   // with -e
+		figure     string
+	}{
+		{cs[0], "rdmago", "ib_send_lat", guestPerf, true, false, "rdmago"},
+		{cs[0], "C", "ib_send_lat", "ib_send_lat", true, false, "C"},
+		{cs[1], "rdmago", guestPerf, "ib_send_lat", false, true, "C"},
+		{cs[1], "C", "ib_send_lat", "ib_send_lat", false, true, "C"},
+		{cs[2], "rdmago", guestPerf, guestPerf, false, false, "rdmago"},
+	} {
+		srv, cli, figure := b.caseArgs(tc.c, tc.tool, 18800)
+		what := caseName(tc.c) + " " + tc.tool
+		if srv[0] != tc.srv || cli[0] != tc.cli || slices.Contains(srv, "-e") != tc.srvE || slices.Contains(cli, "-e") != tc.cliE || figure != tc.figure {
+			t.Errorf("%s: server %q, client %q, figure from %s; want %s (-e %t), %s (-e %t), %s", what, srv, cli, figure, tc.srv, tc.srvE, tc.cli, tc.cliE, tc.figure)
+		}
+		if cli[len(cli)-1] != "10.0.2.15" || !slices.Contains(srv, "18800") || !slices.Contains(cli, "18800") {
+			t.Errorf("%s: server %q, client %q: want both on port 18800, the client to the server's address", what, srv, cli)
+		}
+	}
+	b.o.ICount = false
+	if cs := b.cases(1); len(cs) != 2 || cs[0].Polls != "" {
+		t.Errorf("without --icount: cases %+v, want send_lat and read_lat with both sides the tool's", cs)
 	}
 }
 

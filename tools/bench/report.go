@@ -114,7 +114,7 @@ func readReport(path string) (*Report, error) {
 
 // sameCase says whether two cases are the same comparison.
 func sameCase(a, b *benchCase) bool {
-	return a.Nodes == b.Nodes && a.Test == b.Test && a.Atomic == b.Atomic && a.Size == b.Size
+	return a.Nodes == b.Nodes && a.Test == b.Test && a.Atomic == b.Atomic && a.Polls == b.Polls && a.Size == b.Size
 }
 
 // compareLines renders this run's ratios against a previous run's, case by
@@ -221,7 +221,8 @@ func benchMarkdown(r *Report) string {
 	p("Absolute figures under software emulation (TCG) mean little; the ratios are the point.\n\n")
 	if r.Options.ICount {
 		p("**Instruction clock** (`--icount`): the guest ran on one vCPU under QEMU's `-icount shift=0,sleep=off`, where every guest instruction is 1 ns of the guest's time and, when nothing is runnable, the guest's clock jumps to its next timer instead of waiting in the host's time. ")
-		p("A figure is therefore the work of the guest's CPU (the tool's, the kernel's and rxe's) and the host's load does not reach it; MB/sec here is MiB per 10⁹ guest instructions, including the other process's and the kernel's.\n\n")
+		p("A figure is therefore the work of the guest's CPU (the tool's, the kernel's and rxe's) and the host's load does not reach it; MB/sec here is MiB per 10⁹ guest instructions, including the other process's and the kernel's. ")
+		p("Two polling processes on one vCPU would take turns at the scheduler's tick, so only the tests with one polling side run: bandwidth, read_lat and atomic_lat (the server's program waits while its device answers), and send_lat as two half-polling cases, \"client-polls\" and \"server-polls\": the compared tool runs that side, polling, and the other side is perftest's `ib_send_lat -e` (sleeping on completion events) for both tools, whose wake-up takes the CPU at once; the figure is the client's. write_lat (both sides spin on memory) does not run.\n\n")
 	}
 	p("| | |\n|---|---|\n")
 	p("| date | %s |\n| guest kernel | %s |\n| host CPU | %s |\n| Go | %s |\n| perftest | %s |\n", r.Date, r.Kernel, r.HostCPU, r.GoVersion, r.Perftest)
