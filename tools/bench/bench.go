@@ -861,6 +861,9 @@ func (b *bencher) toolArgs(tool string, c *benchCase, node, port int, iters int,
 	args = append(args, "-n", strconv.Itoa(iters), "-d", b.dev[node], "-x", b.gid[node], "-p", strconv.Itoa(port))
 	if tool == "rdmago" {
 		args = append(args, "--json", "--timeout", strconv.Itoa(int(b.o.RunTimeout.Seconds()))+"s")
+		if c.Polls != "" {
+			args = append(args, "--perftest") // its peer is perftest's
+		}
 	} else {
 		args = append(args, "-F")
 	}

@@ -502,6 +502,9 @@ func TestICountHalfCases(t *testing.T) {
 		if srv[0] != tc.srv || cli[0] != tc.cli || slices.Contains(srv, "-e") != tc.srvE || slices.Contains(cli, "-e") != tc.cliE || figure != tc.figure {
 			t.Errorf("%s: server %q, client %q, figure from %s; want %s (-e %t), %s (-e %t), %s", what, srv, cli, figure, tc.srv, tc.srvE, tc.cli, tc.cliE, tc.figure)
 		}
+		if rdmaperf := slices.Concat(srv, cli); slices.Contains(rdmaperf, guestPerf) && slices.Contains(rdmaperf, "ib_send_lat") != slices.Contains(rdmaperf, "--perftest") {
+			t.Errorf("%s: server %q, client %q: rdmaperf wants --perftest exactly when its peer is perftest", what, srv, cli)
+		}
 		if cli[len(cli)-1] != "10.0.2.15" || !slices.Contains(srv, "18800") || !slices.Contains(cli, "18800") {
 			t.Errorf("%s: server %q, client %q: want both on port 18800, the client to the server's address", what, srv, cli)
 		}
