@@ -153,7 +153,7 @@ type Config struct {
 	Iters    int           // -n: iterations per size (connections for conn_time)
 	Duration time.Duration // -D: run for this long instead of Iters
 	Margin   time.Duration // -f: warm-up and cool-down around a -D sample
-	Warmup   time.Duration // --warmup: the BW client spins this long before an -n loop (see spinUp)
+	Warmup   time.Duration // --warmup: the side that posts first spins this long before an -n loop (see warmUp)
 	QPs      int           // -q
 	TxDepth  int           // -t
 	RxDepth  int           // -r
@@ -266,7 +266,7 @@ func ParseArgs(args []string, out io.Writer) (*Config, error) {
 	var ignored bool
 	both("F", "CPU-freq", func(n string) { fs.BoolVar(&ignored, n, false, "accepted for perftest compatibility (no effect)") })
 	fs.BoolVar(&c.Perftest, "perftest", false, "speak perftest's own exchange (TCP, or rdma_cm with -R): the peer is ib_write_bw, ib_read_lat, ... (same test, -s, -n, -q and -R on both sides)")
-	fs.DurationVar(&c.Warmup, "warmup", defWarmup, "bandwidth client, -n runs: keep the loop's thread busy this `long` before the first post, unmeasured, so that the Go runtime's sysmon has backed off (0: start at once)")
+	fs.DurationVar(&c.Warmup, "warmup", defWarmup, "-n runs, on the side that posts first (the client; write_lat's server): keep the loop's thread busy this `long` before the first post, unmeasured, so that the Go runtime's sysmon has backed off (0: start at once)")
 	fs.BoolVar(&c.Gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MB/sec (MiB/s)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON document on stdout instead of the table")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `FILE`")

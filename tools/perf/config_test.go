@@ -261,3 +261,22 @@ func TestPerftestGlitch(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPoster: the side that spins before its loop (warmUp) is the one
+// whose first post the peer waits for outside its own measurement.
+func TestFirstPoster(t *testing.T) {
+	for _, tc := range []struct {
+		test           Test
+		client, server bool
+	}{
+		{WriteBW, true, false}, {ReadBW, true, false}, {SendBW, true, false}, {AtomicBW, true, false},
+		{ReadLat, true, false}, {AtomicLat, true, false},
+		{SendLat, true, false},  // the client sends first
+		{WriteLat, false, true}, // the server writes first
+		{ConnTime, false, false},
+	} {
+		if c, s := firstPoster(tc.test, false), firstPoster(tc.test, true); c != tc.client || s != tc.server {
+			t.Errorf("%v: client %t, server %t; want %t, %t", tc.test, c, s, tc.client, tc.server)
+		}
+	}
+}

@@ -87,21 +87,49 @@ func newStamps(n int) []int64 {
 }
 
 // spinUp keeps the calling goroutine's thread busy for d, reading the
-// clock, before a bandwidth client's measured loop. The exchange with the
-// server just before the loop idles every P, which sends the runtime's
+// clock, before a measured loop (warmUp says which). The exchange with the
+// peer just before the loop idles every P, which sends the runtime's
 // sysmon thread into its deep sleep; the next system call through the
 // scheduler's entry wakes it and resets its period: 20 µs for 50 rounds,
 // then doubling to 10 ms, reached after some 10-15 ms of a busy P. Each
 // round preempts the loop on a one-CPU guest; perftest's loop, in C, starts
 // without that. Measured under the lab's instruction clock: read_bw 4 KiB
 // × 1,024 (58 ms) lost 1.3 % to it, write_bw and read_bw 64 KiB × 100
-// 0.5-0.6 % (docs/bench/warmup-6.1-2026-11-28). Latency loops do not spin:
-// the peer would wait for them inside its own measurement.
+// 0.5-0.6 % (docs/bench/warmup-6.1-2026-11-28).
 func spinUp(clk Clock, d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	for end := ticks() + clk.ticksIn(d); ticks() < end; {
+	}
+}
+
+// firstPoster reports whether this side (server or not) posts the first
+// request of test's loop, so that a spin before it (warmUp) delays no
+// peer's measurement: the peer of a bandwidth client, of read_lat and of
+// atomic_lat only answers from its device, and the peer of a ping-pong
+// (send_lat: the client sends first; write_lat: the server writes first)
+// takes its first stamp after the first message arrives, in perftest as
+// here, so its wait for it is its own warm-up.
+func firstPoster(t Test, server bool) bool {
+	switch t {
+	case WriteLat:
+		return server
+	case ConnTime:
+		return false
+	}
+	return !server
+}
+
+// warmUp spins for --warmup (spinUp) before an -n loop on the side that
+// posts first (firstPoster). Measured under the lab's instruction clock
+// for atomic_lat 8 B × 2,000 on 6.1: without it 3 % of rdmaperf's round
+// trips took 22.01 µs against 14.58 (sysmon's 20 µs rounds), its 99th
+// percentile 22.01, standard deviation 1.27; with it 14.57 and 0.37, as
+// perftest's 14.31 and 0.12-0.21 (docs/bench/icount-lat-2026-11-28).
+func (s *session) warmUp(ph *phaser) {
+	if !ph.on && firstPoster(s.cfg.Test, s.server) {
+		spinUp(s.clock, s.cfg.Warmup)
 	}
 }
 
@@ -357,8 +385,8 @@ func (s *session) bwClient(size int) (*SizeResult, error) {
 	var posted, completed []int64
 	if !ph.on {
 		posted, completed = newStamps(int(tot)), newStamps(int(tot))
-		spinUp(s.clock, c.Warmup) // a -D run's margin does this
 	}
+	s.warmUp(&ph) // a -D run's margin does this
 	scnt, ccnt := make([]uint64, q), make([]uint64, q)
 	wcs := make([]uverbs.WC, pollBatch)
 	var totS, totC, posts, polls, idle uint64
@@ -700,6 +728,7 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt, rcnt, ccnt, posts uint64
+	s.warmUp(&ph)
 	m := s.startMeasure()
 	for ph.on || scnt < iters || ccnt < iters || rcnt < iters {
 		if ph.on && ph.tick() && !s.server {
@@ -758,6 +787,7 @@ func (s *session) sendLat(size int) (*SizeResult, error) {
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt, rcnt, posts uint64
+	s.warmUp(&ph)
 	m := s.startMeasure()
 	for ph.on || scnt < iters || rcnt < iters {
 		if ph.on && ph.tick() && !s.server {
@@ -832,6 +862,7 @@ func (s *session) readLat(size int) (*SizeResult, error) {
 	}
 	wcs := make([]uverbs.WC, 1)
 	var scnt uint64
+	s.warmUp(&ph)
 	m := s.startMeasure()
 	for ph.on || scnt < iters {
 		if ph.on && ph.tick() {
