@@ -95,6 +95,14 @@ func icountFlag(fs *flag.FlagSet, v *bool, more string) {
 
 // hasBoolFlag reports whether args set the boolean flag name to true
 // before flag parsing (for flags that change other flags' defaults).
+// flagSet reports whether name was given on fs's command line (after
+// fs.Parse).
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func hasBoolFlag(args []string, name string) bool {
 	for _, a := range args {
 		if a == "--" {

@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,6 +66,32 @@ func TestHasBoolFlag(t *testing.T) {
 	} {
 		if got := hasBoolFlag(tc.args, "icount"); got != tc.want {
 			t.Errorf("hasBoolFlag(%q, icount) = %t, want %t", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestBenchOptionsICountKernel: under --icount the default tests are what
+// the instruction clock can time on --kernel (send_lat's half-polling
+// cases on 6.1 only), while --tests is taken as given (and refused later
+// by the bench's check, with the reason).
+func TestBenchOptionsICountKernel(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		sendLat  bool
+		writeLat bool
+	}{
+		{[]string{"--icount"}, true, false},
+		{[]string{"--icount", "--kernel", "6.1"}, true, false},
+		{[]string{"--icount", "--kernel", "6.12"}, false, false},
+		{[]string{"--icount", "--kernel", "6.12", "--tests", "send_lat"}, true, false},
+		{[]string{"--kernel", "6.12"}, true, true},
+	} {
+		o, ok := benchOptions(tc.args, io.Discard)
+		if !ok {
+			t.Fatalf("%q: refused", tc.args)
+		}
+		if slices.Contains(o.Tests, "send_lat") != tc.sendLat || slices.Contains(o.Tests, "write_lat") != tc.writeLat {
+			t.Errorf("%q: tests %v; want send_lat %t, write_lat %t", tc.args, o.Tests, tc.sendLat, tc.writeLat)
 		}
 	}
 }

@@ -452,6 +452,9 @@ func TestICountOptions(t *testing.T) {
 	if s := ICountOptions(ShortOptions()); !slices.Equal(s.Tests, []string{"write_bw", "send_bw", "send_lat"}) || s.LatIters != ShortOptions().LatIters {
 		t.Errorf("ICountOptions(ShortOptions()): tests %v, %d latency iterations", s.Tests, s.LatIters)
 	}
+	if got := ICountTests(o.Tests, "6.12"); slices.Contains(got, "send_lat") || len(got) != len(o.Tests)-1 {
+		t.Errorf("ICountTests(%v, 6.12) = %v, want all but send_lat", o.Tests, got)
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Options)
@@ -459,6 +462,7 @@ func TestICountOptions(t *testing.T) {
 	}{
 		{"two VMs", func(o *Options) { o.Topologies = []int{1, 2} }, "--nodes 1"},
 		{"latency", func(o *Options) { o.Tests = append(o.Tests, "write_lat") }, "write_lat"},
+		{"send_lat on 6.12", func(o *Options) { o.Kernel = "6.12" }, "--kernel 6.1"},
 		{"cm", func(o *Options) { o.ConnSetup = true }, "--conn=false"},
 	} {
 		bad := ICountOptions(DefaultOptions())
