@@ -548,3 +548,13 @@ func TestSyscallTestsICount(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelFlag: a report's reproduce line names the kernel as rdmalab's
+// --kernel takes it.
+func TestKernelFlag(t *testing.T) {
+	for uname, want := range map[string]string{"6.1.0-56-amd64": "6.1", "6.12.118+deb13-amd64": "6.12", "6.12": "6.12", "odd": "odd"} {
+		if got := kernelFlag(uname); got != want {
+			t.Errorf("kernelFlag(%q) = %q, want %q", uname, got, want)
+		}
+	}
+}

@@ -383,7 +383,7 @@ func benchMarkdown(r *Report) string {
 		}
 		p("\n")
 	}
-	kernel := strings.SplitN(r.Kernel, ".0-", 2)[0]
+	kernel := kernelFlag(r.Kernel)
 	// The kernel parameters are always spelled out: the default differs
 	// between rdmalab's versions.
 	appendArg := "''"
@@ -511,4 +511,13 @@ func goalLines(r *Report) [][2]string {
 		out = append(out, [2]string{"no syscall per poll (one write per post)", strings.Join(sys, "; ")})
 	}
 	return out
+}
+
+// kernelFlag is rdmalab's --kernel for a guest's uname -r: its major and
+// minor version ("6.1.0-56-amd64" is 6.1, "6.12.118+deb13-amd64" 6.12).
+func kernelFlag(uname string) string {
+	if f := strings.SplitN(uname, ".", 3); len(f) >= 2 {
+		return f[0] + "." + strings.TrimRight(f[1], "-+")
+	}
+	return uname
 }
