@@ -93,8 +93,6 @@ func icountFlag(fs *flag.FlagSet, v *bool, more string) {
 	fs.BoolVar(v, "icount", *v, "guest time counts instructions (QEMU -icount shift=0,sleep=off, one vCPU per VM, TCG only): what a guest times is its own CPU's work, whatever the host's load"+more)
 }
 
-// hasBoolFlag reports whether args set the boolean flag name to true
-// before flag parsing (for flags that change other flags' defaults).
 // flagSet reports whether name was given on fs's command line (after
 // fs.Parse).
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -103,6 +101,8 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// hasBoolFlag reports whether args set the boolean flag name to true
+// before flag parsing (for flags that change other flags' defaults).
 func hasBoolFlag(args []string, name string) bool {
 	for _, a := range args {
 		if a == "--" {
