@@ -12,7 +12,7 @@ for pair in ${INV_ORDER:-cc gc cg gg cc gc cg gg cc gc cg gg}; do
   C="ib_$T -s $S -n $N -d $d -x $gid -p $port -F"
   case $pair in
     cc) srv="$C"; cli="$C";;
-    gc) srv="$C"; cli="$P $T --perftest -s $S -n $N -d $d -x $gid -p $port";;
+    gc) srv="$C"; cli="env $INV_CENV $P $T --perftest $INV_CARGS -s $S -n $N -d $d -x $gid -p $port";;
     cg) srv="$P $T --perftest -s $S -n $N -d $d -x $gid -p $port"; cli="$C";;
     gg) srv="$P $T -s $S -n $N -d $d -x $gid -p $port"; cli="$srv";;
   esac
