@@ -167,8 +167,9 @@ func ICountTests(tests []string, kernel string) []string {
 // posts), and so do read_lat and atomic_lat (the server's program waits
 // for the end while its device answers). send_lat runs as halfCases, on
 // 6.1 only: on 6.12 their sleeping peer, ib_send_lat -e, does not finish
-// (its server stuck in ib_uverbs_event_read, perftest against itself too:
-// 17 of 20 pairs under the instruction clock, 4 of 4 on the host's,
+// (its server hangs, in ib_uverbs_event_read where looked at, perftest
+// against itself too: 16 of 19 pairs under the instruction clock, 4 of 4
+// on the host's,
 // docs/bench/icount-lat-2026-11-28). write_lat spins on memory on both
 // sides, and perftest's ib_write_lat cannot sleep on events instead.
 func icountTimes(test, kernel string) string {

@@ -480,14 +480,14 @@ func TestICountHalfCases(t *testing.T) {
 	o := ICountOptions(DefaultOptions())
 	o.Tests, o.LatSizes = []string{"send_lat", "read_lat"}, []int{2}
 	b := &bencher{o: o, nodes: 1, dev: []string{"rxe0"}, gid: []string{"1"}, addr: []string{"10.0.2.15"}}
+	cs := b.cases(1)
 	var names []string
-	for _, c := range b.cases(1) {
+	for _, c := range cs {
 		names = append(names, caseName(c)+" "+sizeName(c.Size))
 	}
 	if want := []string{"send_lat client-polls 2 B", "send_lat server-polls 2 B", "read_lat 2 B"}; !slices.Equal(names, want) {
 		t.Fatalf("cases %q, want %q", names, want)
 	}
-	cs := b.cases(1)
 	for _, tc := range []struct {
 		c          *benchCase
 		tool       string

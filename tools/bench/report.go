@@ -222,7 +222,7 @@ func benchMarkdown(r *Report) string {
 	if r.Options.ICount {
 		p("**Instruction clock** (`--icount`): the guest ran on one vCPU under QEMU's `-icount shift=0,sleep=off`, where every guest instruction is 1 ns of the guest's time and, when nothing is runnable, the guest's clock jumps to its next timer instead of waiting in the host's time. ")
 		p("A figure is therefore the work of the guest's CPU (the tool's, the kernel's and rxe's) and the host's load does not reach it; MB/sec here is MiB per 10⁹ guest instructions, including the other process's and the kernel's. ")
-		p("Two polling processes on one vCPU would take turns at the scheduler's tick, so only the tests with one polling side run: bandwidth, read_lat and atomic_lat (the server's program waits while its device answers), and send_lat as two half-polling cases, \"client-polls\" and \"server-polls\": the compared tool runs that side, polling, and the other side is perftest's `ib_send_lat -e` (sleeping on completion events) for both tools, whose wake-up takes the CPU at once; the figure is the client's. write_lat (both sides spin on memory) does not run.\n\n")
+		p("Two polling processes on one vCPU would take turns at the scheduler's tick, so only the tests with one polling side run: bandwidth, read_lat and atomic_lat (the server's program waits while its device answers), and, on 6.1, send_lat as two half-polling cases, \"client-polls\" and \"server-polls\": the compared tool runs that side, polling, and the other side is perftest's `ib_send_lat -e` (sleeping on completion events) for both tools, whose wake-up takes the CPU at once; the figure is the client's. write_lat (both sides spin on memory) does not run.\n\n")
 	}
 	p("| | |\n|---|---|\n")
 	p("| date | %s |\n| guest kernel | %s |\n| host CPU | %s |\n| Go | %s |\n| perftest | %s |\n", r.Date, r.Kernel, r.HostCPU, r.GoVersion, r.Perftest)
@@ -517,7 +517,7 @@ func goalLines(r *Report) [][2]string {
 // minor version ("6.1.0-56-amd64" is 6.1, "6.12.118+deb13-amd64" 6.12).
 func kernelFlag(uname string) string {
 	if f := strings.SplitN(uname, ".", 3); len(f) >= 2 {
-		return f[0] + "." + strings.TrimRight(f[1], "-+")
+		return f[0] + "." + f[1]
 	}
 	return uname
 }
