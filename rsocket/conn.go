@@ -40,6 +40,9 @@ type transport interface {
 	wait(ctx context.Context, quiet func() bool) error
 	// ready reports whether the CQ holds a completion, without taking it.
 	ready() bool
+	// sendsInFlight is the number of sends posted and not completed,
+	// signalled or not (uverbs.QP.SendsInFlight).
+	sendsInFlight() int
 	// done is closed when the CM reports the connection gone.
 	done() <-chan struct{}
 	// abort moves the QP to the error state and disconnects (a protocol
@@ -95,8 +98,24 @@ func ownConnData(m *memory, cfg *config) connData {
 }
 
 // Work request IDs: receives have the top bit set; sends carry their
-// message (as librdmacm's rs_send_wr_id), so a completion says what it freed.
-const recvWRID = 1 << 63
+// message (as librdmacm's rs_send_wr_id) in the low 32 bits, so a
+// completion says what it freed. A signalled send also carries what the
+// unsignalled sends just before it hold (their count and bytes, which its
+// completion frees too: a send queue completes in order), and an
+// unsignalled one says so (wrUnsig: it has a completion only if it fails).
+const (
+	recvWRID       = 1 << 63
+	wrUnsig        = 1 << 59
+	wrCarryBytes   = 32 // bits 32-52: bytes of the unsignalled sends carried
+	wrCarryCount   = 53 // bits 53-58: how many
+	carryBytesMask = 1<<21 - 1
+	carryCountMask = 1<<6 - 1
+)
+
+// maxUnsignaled bounds a run of unsignalled sends (a signalled one follows
+// at the latest then); it fits wrCarryCount, and 16 sends of at most
+// qpMaxSize inline bytes fit wrCarryBytes.
+const maxUnsignaled = 16
 
 // errReset is the error after the peer vanished without closing the stream
 // (its process died, or the CM disconnected it).
@@ -177,8 +196,14 @@ type Conn struct {
 	tgt              [sglSize]rsSGE
 	tgtIdx           int
 	ctrlSeq, ctrlMax uint32 // control messages posted; the limit
-	remoteSGL        rsSGE  // the peer's target SGL: address, rkey, entries
-	remoteSGE        uint32 // the entry our next buffer update goes to
+	// Unsignalled sends (see postLocked): those since the last signalled
+	// one, which the next signalled one carries, and those an error
+	// completion returned already (flushed), which it must not free again.
+	unsigN, unsigBytes int
+	earlyN, earlyBytes int
+	maxUnsig           int    // the longest run: maxUnsignaled or less on a short send queue
+	remoteSGL          rsSGE  // the peer's target SGL: address, rkey, entries
+	remoteSGE          uint32 // the entry our next buffer update goes to
 
 	// Receiving (our ring).
 	rseqNo, rseqComp uint16 // data messages consumed; when to send credits next
@@ -230,6 +255,7 @@ func newConn(t transport, mem *memory, cfg config, peer connData, pollTime time.
 	c.sbufAvail = cfg.sbufSize
 	c.ctrlMax = qpCtrlSize
 	c.sqeAvail = cfg.sqSize - qpCtrlSize
+	c.maxUnsig = min(maxUnsignaled, c.sqeAvail/2)
 	c.rseqComp = uint16(cfg.rqSize >> 1)
 	c.grant = uint16(cfg.rqSize)
 	c.rcvWindow = half
@@ -435,7 +461,8 @@ func (c *Conn) recvLocked(wc *uverbs.WC) bool {
 }
 
 // sendDoneLocked handles a send completion: it returns the send queue
-// slot, send-ring bytes or control slot the request held.
+// slot, send-ring bytes or control slot the request held, and those of the
+// unsignalled sends it carries (postLocked).
 func (c *Conn) sendDoneLocked(wc *uverbs.WC) {
 	msg := uint32(wc.WRID)
 	switch msgOp(msg) {
@@ -444,6 +471,16 @@ func (c *Conn) sendDoneLocked(wc *uverbs.WC) {
 	default:
 		c.sqeAvail++
 		c.sbufAvail += int(msgData(msg))
+	}
+	if wc.WRID&wrUnsig != 0 {
+		// Only a failed unsignalled send completes (flushed, most
+		// likely): its signalled successor, if any, carries it too.
+		c.earlyN++
+		c.earlyBytes += int(msgData(msg))
+	} else if n := int(wc.WRID>>wrCarryCount) & carryCountMask; n > 0 {
+		c.sqeAvail += n - c.earlyN
+		c.sbufAvail += int(wc.WRID>>wrCarryBytes)&carryBytesMask - c.earlyBytes
+		c.earlyN, c.earlyBytes = 0, 0
 	}
 	if wc.Status != uverbs.WCSuccess && c.connected && !c.closed {
 		switch wc.Status {
@@ -506,7 +543,35 @@ func (c *Conn) sendCreditsLocked() {
 
 func (c *Conn) rAddr(off int) uint64 { return c.mem.rAddr + uint64(off) }
 
+// postLocked posts c.swr[0], whose ID is its message, after the caller
+// took what it holds (a send slot and send-ring bytes, or a control slot).
+//
+// Most sends are signalled, as librdmacm signals all of them (sq_sig_all).
+// A data message sent inline is not, while no one could wait for what its
+// completion would free: the run of such sends is short (maxUnsig), and
+// the send that leaves no send slot, or less send ring than a Write waits
+// for (sndLowat), is signalled; so a Write that must wait for its own sends
+// always has a signalled one coming, whose completion frees the run before
+// it. Control messages, and data from the send ring (its bytes are reused
+// only after the completion), are always signalled. In a request-reply
+// exchange this spares the wake-up that each reply's completion (the
+// peer's acknowledgement) would otherwise cost while the end waits for
+// the next request. Close, which waits for every send, asks the send
+// queue itself (sendsIdleLocked).
 func (c *Conn) postLocked() {
+	wr := &c.swr[0]
+	msg := uint32(wr.ID)
+	size := int(msgData(msg))
+	if msgOp(msg) == opData && wr.Flags&uverbs.SendInline != 0 && c.unsigN+1 < c.maxUnsig &&
+		c.sqeAvail > 0 && c.sbufAvail >= sndLowat {
+		wr.ID |= wrUnsig
+		c.unsigN++
+		c.unsigBytes += size
+	} else {
+		wr.Flags |= uverbs.SendSignaled
+		wr.ID |= uint64(c.unsigN)<<wrCarryCount | uint64(c.unsigBytes)<<wrCarryBytes
+		c.unsigN, c.unsigBytes = 0, 0
+	}
 	if err := c.t.post(c.swr[:]); err != nil {
 		c.failLocked(fmt.Errorf("post send: %w", err))
 	}
@@ -548,8 +613,13 @@ func (c *Conn) canSendLocked() bool {
 // sendsIdleLocked reports whether every send we posted completed (the
 // test of rs_conn_all_sends_done, without its "or no longer connected":
 // see close).
+//
+// Unsignalled sends at the end (unsigN) have no completion to wait for:
+// the send queue itself says when the device completed them (a signalled
+// send among them may not have been polled yet, but it completed).
 func (c *Conn) sendsIdleLocked() bool {
-	return int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize
+	return int(c.ctrlMax-c.ctrlSeq)+c.sqeAvail == c.cfg.sqSize ||
+		c.unsigN > 0 && c.t.sendsInFlight() == 0
 }
 
 // What ended a wait.
@@ -593,7 +663,7 @@ func (c *Conn) blockLocked(wake chan struct{}, dl *deadline, stop <-chan struct{
 		c.progressLocked()
 		return wokeEvent
 	}
-	if c.waiting || c.cmGone {
+	if c.waiting || c.cmGone || c.closed && c.unsigN > 0 {
 		return c.sleepLocked(wake, dl, stop)
 	}
 	ctx := dl.wait()
@@ -648,10 +718,11 @@ func (c *Conn) quietWait() bool {
 // sleepLocked is blockLocked for a goroutine that does not wait in the
 // channel: another does (and wakes it), or the CM ended the connection,
 // after which the QP's flushed work is polled every millisecond until
-// Close.
+// Close, or Close waits for unsignalled sends, which raise no event (it
+// looks at the send queue every millisecond).
 func (c *Conn) sleepLocked(wake chan struct{}, dl *deadline, stop <-chan struct{}) int {
 	var tick <-chan time.Time
-	if c.cmGone {
+	if c.cmGone || c.closed && c.unsigN > 0 {
 		tick = time.After(time.Millisecond)
 	}
 	ctx := dl.wait()

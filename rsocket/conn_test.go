@@ -691,3 +691,120 @@ func TestFakeWritePostFails(t *testing.T) {
 		t.Fatalf("Write: %d, %v; want the post's failure", n, err)
 	}
 }
+
+// TestFakeUnsignaledSends: in a request-reply exchange of small messages a
+// Conn signals only some of its sends (postLocked), and the completions of
+// those it signals free the others exactly: once a send from the ring
+// (always signalled) has completed, every send slot and ring byte is free
+// again.
+func TestFakeUnsignaledSends(t *testing.T) {
+	for _, o := range []Options{{}, {SendQueue: 16}} {
+		a, b, w := fakePair(t, o, o)
+		const rounds = 200
+		msg, buf := make([]byte, 64), make([]byte, 64)
+		for range rounds {
+			for _, p := range [][2]*Conn{{a, b}, {b, a}} {
+				if _, err := p[0].Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(p[1], buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		cfg := testConfig(t, o)
+		for i, c := range []*Conn{a, b} {
+			e := w.ends[i]
+			e.w.mu.Lock()
+			sig, done := e.signaled, e.sendsDone
+			e.w.mu.Unlock()
+			if done < rounds || sig > done/(a.maxUnsig-1)+2 {
+				t.Errorf("%+v: end %d: %d of %d sends completed with a completion; want one in %d at most", o, i, sig, done, a.maxUnsig-1)
+			}
+			// A message larger than the inline size goes from the send
+			// ring, signalled, and its completion frees the run before it.
+			big := make([]byte, cfg.inline+1)
+			if _, err := c.Write(big); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull([]*Conn{b, a}[i], big); err != nil {
+				t.Fatal(err)
+			}
+			s := c.Stats()
+			if s.SendSlotsFree != cfg.sqSize-qpCtrlSize || s.SendRingFree != cfg.sbufSize || s.CtrlInFlight != 0 {
+				t.Errorf("%+v: end %d after a signalled send completed: %v; want %d slots and %d ring bytes free",
+					o, i, s, cfg.sqSize-qpCtrlSize, cfg.sbufSize)
+			}
+		}
+	}
+}
+
+// TestFakeUnsignaledFlushed: sends that fail complete with an error even
+// when unsignalled (flushed when the QP fails), and then also come with
+// the signalled send after them: each frees its slot and bytes once.
+func TestFakeUnsignaledFlushed(t *testing.T) {
+	a, _, w := fakePair(t, Options{}, Options{})
+	cfg := testConfig(t, Options{})
+	ea := w.ends[0]
+	ea.setHold(true)
+	for range 5 {
+		if _, err := a.Write(make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Write(make([]byte, cfg.inline+1)); err != nil { // signalled: carries the five
+		t.Fatal(err)
+	}
+	if _, err := a.Write(make([]byte, 10)); err != nil { // an unsignalled one after it
+		t.Fatal(err)
+	}
+	ea.w.mu.Lock()
+	ea.fail()
+	ea.w.mu.Unlock()
+	s := a.Stats()
+	if s.SendSlotsFree != cfg.sqSize-qpCtrlSize || s.SendRingFree != cfg.sbufSize {
+		t.Errorf("after the sends were flushed: %v; want %d slots and %d ring bytes free", s, cfg.sqSize-qpCtrlSize, cfg.sbufSize)
+	}
+}
+
+// TestFakeCloseUnsignaledTail: Close waits for sends that raise no
+// completion (the unsignalled run after the last signalled send) by
+// looking at the send queue, and returns once the wire took them, not at
+// its close timeout; the peer gets every byte.
+func TestFakeCloseUnsignaledTail(t *testing.T) {
+	o := Options{CloseTimeout: 30 * time.Second}
+	a, b, w := fakePair(t, o, o)
+	ea := w.ends[0]
+	// b's DISCONNECT, and nothing else yet (its Close would also end the
+	// connection, which flushes a's sends): a cannot send its own.
+	b.mu.Lock()
+	b.sendCtrlLocked(ctrlDisconnect)
+	b.connected = false
+	b.mu.Unlock()
+	if got, err := io.ReadAll(a); err != nil || len(got) != 0 {
+		t.Fatalf("a: ReadAll = %q, %v; want EOF", got, err)
+	}
+	a.mu.Lock()
+	ea.setHold(true)
+	for range 3 { // what a Write would have posted just before the DISCONNECT came
+		a.writeDataLocked([]byte("tail"), false)
+	}
+	unsig := a.unsigN
+	a.mu.Unlock()
+	if unsig != 3 {
+		t.Fatalf("%d of the 3 sends unsignalled, want 3", unsig)
+	}
+	ea.closeErr = cm.ErrCloseTimeout // fails Close unless every send completed
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	time.Sleep(20 * time.Millisecond)
+	ea.setHold(false)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits (up to its close timeout) for unsignalled sends that completed")
+	}
+}

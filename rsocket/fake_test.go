@@ -33,26 +33,28 @@ type fakeRegion struct {
 }
 
 type fakeEnd struct {
-	w        *fakeWire
-	side     int
-	regions  map[uint32]*fakeRegion
-	nextKey  uint32
-	cq       []uverbs.WC
-	recvs    int
-	inflight []fakeMsg // posted toward the peer, not yet delivered
-	armed    bool
-	events   int           // events queued and not yet read (the channel's)
-	ev       chan struct{} // readiness: a token per new event, as the netpoller's edge
-	quiets   int           // waits that parked without reading
-	gone     chan struct{}
-	errState bool
-	closed   bool
-	posted   int // send work requests posted
-	scratch  []byte
-	frees    int    // calls of free (the Conn's memory unmapped)
-	closeErr error  // what close returns (the CM's teardown errors)
-	onWait   func() // if set (before the Conn waits), called by wait first
-	hold     bool   // posted writes stay in flight (a slow wire) until release
+	w         *fakeWire
+	side      int
+	regions   map[uint32]*fakeRegion
+	nextKey   uint32
+	cq        []uverbs.WC
+	recvs     int
+	inflight  []fakeMsg // posted toward the peer, not yet delivered
+	armed     bool
+	events    int           // events queued and not yet read (the channel's)
+	ev        chan struct{} // readiness: a token per new event, as the netpoller's edge
+	quiets    int           // waits that parked without reading
+	gone      chan struct{}
+	errState  bool
+	closed    bool
+	posted    int // send work requests posted
+	sendsDone int // of those, completed (signalled or not, and successful)
+	signaled  int // of those, with a completion
+	scratch   []byte
+	frees     int    // calls of free (the Conn's memory unmapped)
+	closeErr  error  // what close returns (the CM's teardown errors)
+	onWait    func() // if set (before the Conn waits), called by wait first
+	hold      bool   // posted writes stay in flight (a slow wire) until release
 }
 
 type fakeMsg struct {
@@ -180,7 +182,11 @@ func (e *fakeEnd) deliver(wr *uverbs.SendWR, data []byte) bool {
 		p.complete(uverbs.WC{WRID: recvWRID, Status: uverbs.WCSuccess, Opcode: uverbs.WCRecvRDMAWithImm,
 			ByteLen: uint32(len(data)), Imm: wr.Imm, Flags: uverbs.WCWithImm})
 	}
-	e.complete(uverbs.WC{WRID: wr.ID, Status: uverbs.WCSuccess, Opcode: uverbs.WCRDMAWrite})
+	if wr.Flags&uverbs.SendSignaled != 0 {
+		e.complete(uverbs.WC{WRID: wr.ID, Status: uverbs.WCSuccess, Opcode: uverbs.WCRDMAWrite})
+		e.signaled++
+	}
+	e.sendsDone++
 	return true
 }
 
@@ -301,6 +307,15 @@ func (e *fakeEnd) takeEvent() bool {
 	}
 	e.events--
 	return true
+}
+
+// sendsInFlight counts the writes posted and not yet delivered: as rxe's
+// send ring, whose slot is freed when the request completes, signalled or
+// not (a failed one completes with an error and leaves the wire).
+func (e *fakeEnd) sendsInFlight() int {
+	e.w.mu.Lock()
+	defer e.w.mu.Unlock()
+	return len(e.inflight)
 }
 
 func (e *fakeEnd) ready() bool {

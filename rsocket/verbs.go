@@ -50,6 +50,8 @@ func (v *verbsTransport) wait(ctx context.Context, quiet func() bool) error {
 // only CQ that can queue an event on the channel (quietWait relies on that).
 func (v *verbsTransport) ready() bool { return v.cq.Ready() }
 
+func (v *verbsTransport) sendsInFlight() int { return v.qp.SendsInFlight() }
+
 func (v *verbsTransport) abort() {
 	v.qp.ModifyToErr()
 	v.cc.ID().Disconnect()
@@ -135,19 +137,19 @@ func (s *setup) free() {
 }
 
 // cmOptions are the cm options of an rsocket connection: librdmacm's QP
-// (rs_create_ep: one CQ of sq+rq entries with a channel, every send
-// signalled, two send SGEs, one receive SGE, the inline size) and the
+// (rs_create_ep: one CQ of sq+rq entries with a channel, two send SGEs, one receive SGE, the inline size) and the
 // connect parameters of rs_do_connect (retry and RNR retry 7).
 func (s *setup) cmOptions(o *Options) *cm.Options {
 	return &cm.Options{
-		Source:        o.localAddr,
-		SendDepth:     s.cfg.sqSize,
-		RecvDepth:     s.cfg.rqSize,
-		MaxSendSGE:    2,
-		MaxRecvSGE:    1,
-		MaxInline:     s.cfg.inline,
-		CQSize:        s.cfg.sqSize + s.cfg.rqSize,
-		SigAll:        true,
+		Source:     o.localAddr,
+		SendDepth:  s.cfg.sqSize,
+		RecvDepth:  s.cfg.rqSize,
+		MaxSendSGE: 2,
+		MaxRecvSGE: 1,
+		MaxInline:  s.cfg.inline,
+		CQSize:     s.cfg.sqSize + s.cfg.rqSize,
+		// librdmacm signals every send (sq_sig_all); Conn.postLocked
+		// signals those it needs.
 		RetryCount:    7,
 		RNRRetryCount: 7,
 		AckTimeout:    o.AckTimeout,

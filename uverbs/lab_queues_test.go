@@ -427,3 +427,61 @@ func TestLabDrain(t *testing.T) {
 		t.Errorf("drain returned %d completions, %d flushes; want 5 and 4: %+v", len(wcs), flushes, wcs)
 	}
 }
+
+// TestLabSendsInFlight: SendsInFlight counts the sends the device has not
+// completed, unsignalled ones too, and falls to 0 once they complete (the
+// kernel frees the slots before it posts the signalled one's completion)
+// or are flushed; a closed QP reports 0.
+func TestLabSendsInFlight(t *testing.T) {
+	e := requireLab(t)
+	c := openLab(t, e)
+	write := func(from, to *endpoint, id uint64, f SendFlags) SendWR {
+		return SendWR{ID: id, Opcode: WRRDMAWrite, Flags: f, SGL: []SGE{from.mr.SGE(0, 4096)}, RemoteAddr: to.mr.Addr(), RKey: to.mr.RKey()}
+	}
+
+	a, b := rcPair(t, c, e, epOpts{})
+	if n := a.qp.SendsInFlight(); n != 0 {
+		t.Fatalf("a new QP has %d sends in flight", n)
+	}
+	if err := a.qp.PostSend(write(a, b, 1, 0), write(a, b, 2, 0), write(a, b, 3, 0), write(a, b, 4, SendSignaled)); err != nil {
+		t.Fatal(err)
+	}
+	if wc := a.wait(t, 1); wc[0].WRID != 4 {
+		t.Fatalf("completion %+v, want only the signalled send's (4)", wc[0])
+	}
+	if n := a.qp.SendsInFlight(); n != 0 {
+		t.Errorf("%d sends in flight after the last one completed, want 0", n)
+	}
+
+	// The peer's QP fails: nothing acknowledges a's writes, which stay in
+	// flight until a's QP fails too and flushes them, with a completion
+	// each.
+	a, b = rcPair(t, c, e, epOpts{})
+	if err := b.qp.ModifyToErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.qp.PostSend(write(a, b, 1, 0), write(a, b, 2, 0), write(a, b, 3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.qp.SendsInFlight(); n != 3 {
+		t.Errorf("%d sends in flight right after posting 3 to a failed peer, want 3", n)
+	}
+	if err := a.qp.ModifyToErr(); err != nil {
+		t.Fatal(err)
+	}
+	wcs := a.waitAny(t, 3)
+	for _, wc := range wcs {
+		if wc.Err() == nil {
+			t.Errorf("completion %+v succeeded: the peer's QP is in the error state", wc)
+		}
+	}
+	if n := a.qp.SendsInFlight(); n != 0 {
+		t.Errorf("%d sends in flight after all three failed, want 0", n)
+	}
+	if err := a.qp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.qp.SendsInFlight(); n != 0 {
+		t.Errorf("a closed QP reports %d sends in flight", n)
+	}
+}

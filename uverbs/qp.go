@@ -237,6 +237,26 @@ func (qp *QP) writeDoorbell() error {
 // Num is the QP number peers address (qp_num).
 func (qp *QP) Num() uint32 { return qp.num }
 
+// SendsInFlight is the number of send work requests posted and not yet
+// completed by the device, signalled or not: the send ring's entries
+// between the provider's producer and the kernel's consumer (rxe frees a
+// slot when it completes the request, just before it posts the
+// completion, if any). It lets a caller that posts unsignalled requests
+// learn that they are done without a completion for each. It is 0 for a
+// closed QP. C has no counterpart (rdma-core's providers keep the ring's
+// state private); it makes no system call.
+func (qp *QP) SendsInFlight() int {
+	if !qp.gate.enter() {
+		return 0
+	}
+	n := 0
+	if qp.sq.Q != nil {
+		n = qp.sq.Q.Len()
+	}
+	qp.gate.exit()
+	return n
+}
+
 // Type is the QP's transport.
 func (qp *QP) Type() QPType { return qp.typ }
 
