@@ -38,7 +38,9 @@ var (
 	// listens on the port.
 	ErrRejected = errors.New("connection rejected")
 	// ErrNoListener means nothing listens on the destination port: the
-	// peer's CM rejected the request with IB_CM_REJ_INVALID_SERVICE_ID.
+	// peer's CM rejected the request with IB_CM_REJ_INVALID_SERVICE_ID,
+	// or answered a UD resolve (SIDR) with IB_SIDR_UNSUPPORTED, which
+	// rdma_cm reports as UNREACHABLE (ErrUnreachable matches too).
 	ErrNoListener = errors.New("no listener on that port")
 	// ErrUnreachable means the peer's CM did not answer (UNREACHABLE):
 	// the host is down, has no RDMA, or the packets are lost.
@@ -218,6 +220,16 @@ func (e *EventError) hint() string {
 		if errno == syscall.ETIMEDOUT {
 			return "the peer's CM did not answer in time (host down, no RDMA on it, or packets lost)"
 		}
+		// A positive status is a SIDR reply's (a UD resolve: the
+		// kernel reports every status but success as UNREACHABLE).
+		switch e.Status {
+		case sidrUnsupported:
+			return "the peer's CM answered the SIDR request: nothing listens on that port (IB_SIDR_UNSUPPORTED)"
+		case sidrReject:
+			return "the peer's listener rejected the SIDR request (IB_SIDR_REJECT)"
+		case sidrNoQP:
+			return "the peer's listener has no QP for the SIDR request (IB_SIDR_NO_QP)"
+		}
 		return "the peer cannot be reached"
 	case abi.RDMA_CM_EVENT_CONNECT_ERROR:
 		return "the connection could not be established"
@@ -231,9 +243,19 @@ func (e *EventError) hint() string {
 	return ""
 }
 
+// SIDR reply statuses (enum ib_cm_sidr_status) that rdma_cm reports as
+// UNREACHABLE with the status as is.
+const (
+	sidrUnsupported = 1 // IB_SIDR_UNSUPPORTED: no listener for the service ID
+	sidrReject      = 2 // IB_SIDR_REJECT
+	sidrNoQP        = 3 // IB_SIDR_NO_QP
+)
+
 // Unwrap returns the sentinel of the event (ErrRejected, ErrUnreachable,
-// ...), ErrNoListener for a reject by a port without a listener, and the
-// errno of a negative status.
+// ...), ErrNoListener for a reject by a port without a listener (a
+// connect's REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, or a UD resolve's
+// UNREACHABLE with IB_SIDR_UNSUPPORTED), and the errno of a negative
+// status.
 func (e *EventError) Unwrap() []error {
 	var errs []error
 	switch e.Event {
@@ -248,6 +270,9 @@ func (e *EventError) Unwrap() []error {
 		}
 	case abi.RDMA_CM_EVENT_UNREACHABLE:
 		errs = append(errs, ErrUnreachable)
+		if e.Status == sidrUnsupported {
+			errs = append(errs, ErrNoListener)
+		}
 	case abi.RDMA_CM_EVENT_CONNECT_ERROR:
 		errs = append(errs, ErrConnect)
 	case abi.RDMA_CM_EVENT_DISCONNECTED:

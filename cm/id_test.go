@@ -354,8 +354,17 @@ func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
 		t.Fatalf("reason %v %v", r, ok)
 	}
 	un := eventError("connect", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -int32(syscall.ETIMEDOUT)})
-	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, syscall.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") {
+	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, syscall.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") || errors.Is(un, ErrNoListener) {
 		t.Fatalf("unreachable: %v", un)
+	}
+	// A SIDR reply of IB_SIDR_UNSUPPORTED: nobody listens on the port.
+	sidr := eventError("resolve", "10.77.0.2:9999", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: 1})
+	want = "rdma_cm resolve 10.77.0.2:9999: RDMA_CM_EVENT_UNREACHABLE, status 1: the peer's CM answered the SIDR request: nothing listens on that port (IB_SIDR_UNSUPPORTED)"
+	if sidr.Error() != want || !errors.Is(sidr, ErrNoListener) || !errors.Is(sidr, ErrUnreachable) {
+		t.Fatalf("SIDR without a listener: %v\nwant %s, matching ErrNoListener and ErrUnreachable", sidr, want)
+	}
+	if other := eventError("resolve", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: 2}); errors.Is(other, ErrNoListener) {
+		t.Fatalf("a SIDR reject matches ErrNoListener: %v", other)
 	}
 }
 
