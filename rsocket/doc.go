@@ -43,6 +43,11 @@
 // send-based messages (RS_OPT_MSG_SEND), MSG_PEEK/MSG_WAITALL, and
 // zero-copy: Write copies into the registered send ring (payloads up to
 // Options.Inline go inline) and Read copies out of the receive ring.
+// Unlike librdmacm (sq_sig_all), a Conn does not signal every send: short
+// runs of inline data messages go unsignalled while nothing can wait for
+// their completion, so an end waiting for a reply is not woken by the
+// acknowledgement of its request. This is local to the QP; the wire is the
+// same.
 //
 // # Errors, waiting, resources
 //
