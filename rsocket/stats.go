@@ -11,7 +11,8 @@ type Stats struct {
 	// Sending. A Write waits while MessagesSent == CreditLimit (no
 	// credits), PeerBuffer == 0 (the peer has not published its next
 	// half-ring), or SendRingFree or SendSlotsFree is too small (our own
-	// RDMA WRITEs are not completed yet).
+	// RDMA WRITEs are not completed yet; an unsignalled one counts until
+	// the signalled one after it completes).
 	MessagesSent  uint16 // data messages sent (sseq_no; counts modulo 2^16)
 	CreditLimit   uint16 // the peer's limit for MessagesSent (sseq_comp)
 	PeerBuffer    int    // bytes left in the buffer the peer published last (target SGL entry in use)
