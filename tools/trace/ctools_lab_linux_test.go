@@ -54,7 +54,13 @@ type cTool struct {
 func (c cTool) trace(t *testing.T) cToolRun {
 	t.Helper()
 	comm := c.comm
-	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true})
+	// A ring that holds a whole run's records even if the reader below
+	// never got the CPU: perftest's programs make some 8,400 calls, most
+	// of them ioctls of up to 2.5 KiB a record (21 MiB). With the default
+	// 1 MiB, a reader that fell behind for a moment (under TCG, the
+	// host's two cores busy) lost 370 of ib_write_lat's (make test,
+	// 2026-11-29).
+	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true, RingBytes: 32 << 20})
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.timeout, 3*time.Minute))
 	defer cancel()
 	// Read while the programs run (perftest makes thousands of calls, more
