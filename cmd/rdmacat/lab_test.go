@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,13 +98,24 @@ func TestLabNetcat(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctx, 80*time.Second)
 			defer cancel()
+			// runNC runs nc; the connecting one again while it is
+			// refused (across two nodes nothing says when rdmacat
+			// listens: a fixed wait of 3 s was once too short, and the
+			// listening rdmacat then waited out the deadline).
 			runNC := func(args ...string) error {
-				cmd := labtest.HostTool(t, ctx, ncTool, args...)
-				labtest.Preload(t, cmd, "rsocket/librspreload.so")
-				cmd.Stdin = bytes.NewReader(nil)
 				var out, errb bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &errb
-				if err := cmd.Run(); err != nil {
+				_, err := labtest.Retry(ctx, func(err error) bool {
+					return ctx.Err() == nil && strings.Contains(errb.String(), "Connection refused")
+				}, func() (struct{}, error) {
+					cmd := labtest.HostTool(t, ctx, ncTool, args...)
+					labtest.Preload(t, cmd, "rsocket/librspreload.so")
+					cmd.Stdin = bytes.NewReader(nil)
+					out.Reset()
+					errb.Reset()
+					cmd.Stdout, cmd.Stderr = &out, &errb
+					return struct{}{}, cmd.Run()
+				})
+				if err != nil {
 					return fmt.Errorf("nc %q under librspreload: %v: %s", args, err, errb.String())
 				}
 				if sha256.Sum256(out.Bytes()) != sha256.Sum256(toNC) {
@@ -147,8 +159,6 @@ func TestLabNetcat(t *testing.T) {
 						case <-ctx.Done():
 							return ctx.Err()
 						}
-					} else {
-						time.Sleep(3 * time.Second)
 					}
 					return runNC(e.Peer, port)
 				}
