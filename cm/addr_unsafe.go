@@ -5,7 +5,7 @@ package cm
 import (
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // addrOf returns the address of buf's first byte for a command's pointer

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // kernel is the rdma_cm character device as a Channel drives it. The real one

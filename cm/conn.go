@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sys"
 )
 

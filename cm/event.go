@@ -5,7 +5,7 @@ package cm
 import (
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // EventType is enum rdma_cm_event_type; String gives the C name

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // fakeKernel is the rdma_cm character device in memory. It decodes every

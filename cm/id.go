@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // ID is an rdma_cm identifier (struct rdma_cm_id), the CM's equivalent of a

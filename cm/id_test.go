@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 func testCtx(t *testing.T) context.Context {

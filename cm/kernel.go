@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/internal/sysfs"

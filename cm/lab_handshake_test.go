@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )

@@ -9,7 +9,7 @@ import (
 	"net/netip"
 	"sync"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

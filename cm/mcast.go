@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // JoinFlags is the join type of JoinMulticast (the RDMA_MC_JOIN_FLAG_*

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 	"github.com/rdmago/rdmago/uverbs"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"

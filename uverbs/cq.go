@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sys"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 )

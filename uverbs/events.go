@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // read reads one event record into buf, parking the goroutine on the Go

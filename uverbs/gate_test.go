@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs/internal/rxe"
 	"golang.org/x/sys/unix"

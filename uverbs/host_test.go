@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"golang.org/x/sys/unix"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,7 +5,7 @@ package uverbs
 import (
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // WC is struct ibv_wc: one work completion. Its layout is that of struct

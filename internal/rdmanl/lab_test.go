@@ -8,7 +8,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"golang.org/x/sys/unix"
 )

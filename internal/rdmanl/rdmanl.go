@@ -13,7 +13,7 @@ package rdmanl
 import (
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/netlink"
 )
 

@@ -5,7 +5,7 @@ package rdmanl
 import (
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/netlink"
 )
 

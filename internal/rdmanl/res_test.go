@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/netlink"
 )
 

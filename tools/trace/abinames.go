@@ -5,7 +5,7 @@ package trace
 import (
 	"strings"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // ABINames is the Names the tracer uses: every name comes from package abi's

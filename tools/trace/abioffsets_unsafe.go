@@ -5,7 +5,7 @@ package trace
 import (
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // Offsets and sizes taken from abi's structs at compile time (unsafe.Offsetof

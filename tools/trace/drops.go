@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // Dropped is a count of records of one kind of call that the ring buffer had

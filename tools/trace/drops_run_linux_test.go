@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // TestRunDrops overfills the ring buffer (64 KiB in the harness) with

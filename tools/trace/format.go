@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 )
 

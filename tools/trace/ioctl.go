@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // The decoders of RDMA_VERBS_IOCTL methods (include/uapi/rdma/ib_user_ioctl_cmds.h),

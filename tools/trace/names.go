@@ -5,7 +5,7 @@ package trace
 import (
 	"fmt"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // Names turns the numbers the kernel sees into the names of the UAPI headers.

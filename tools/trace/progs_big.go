@@ -5,7 +5,7 @@ package trace
 import (
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // Big records (bigRecSize, layout in event.go) for RDMA_VERBS_IOCTL and the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // TestRunIoctlBig runs the ioctl entry and the big return program on a

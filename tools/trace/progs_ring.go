@@ -5,7 +5,7 @@ package trace
 import (
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // Ring buffer flags and queries (include/uapi/linux/bpf.h).

@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 

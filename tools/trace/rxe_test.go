@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/rdmanl"
 )
 

@@ -5,7 +5,7 @@ package trace
 import (
 	"syscall"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // The decoders of rdma_cm write() commands beyond the first few (ucmReq in

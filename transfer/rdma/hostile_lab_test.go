@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/transfer"
 )

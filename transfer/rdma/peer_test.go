@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/abi"
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // rsConnData is an rs_conn_data as librdmacm lays it out (the golden bytes

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/rdmago/rdmago/abi"
+	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // TestBindAndInvalidateWQE checks the WQEs of BIND_MW, LOCAL_INV and
