@@ -208,8 +208,7 @@ func TestDecodeUCMEventRespGolden(t *testing.T) {
 		t.Errorf("private data %q", d)
 	}
 	// Re-encoding the param reproduces the C bytes.
-	var e2 UCMEventResp
-	e2 = e
+	e2 := e
 	e2.SetConnParam(&p)
 	if e2.Param != e.Param {
 		t.Error("SetConnParam(ConnParam()) changed Param")

@@ -74,8 +74,9 @@ func TestDeviceFixtures(t *testing.T) {
 				if c.key == "gid_tbl_len" {
 					// The fixture keeps only the first eight and the valid
 					// entries of the table; the capture recorded its length.
-					n, _ := f.ReadString("/sys/class/infiniband/" + d.Name + "/ports/1/gid_tbl_len.capture")
-					want = n
+					if n, err := f.ReadString("/sys/class/infiniband/" + d.Name + "/ports/1/gid_tbl_len.capture"); err != nil || n != want {
+						t.Errorf("captured gid_tbl_len %q (%v), ibv_devinfo %q", n, err, want)
+					}
 					if c.got != "8" {
 						t.Errorf("fixture gid table length %s, want the 8 captured files", c.got)
 					}

@@ -22,9 +22,6 @@ import (
 // from the variance. The interval's width is hi/lo − 1 (relative), which
 // is what the adaptive repetitions drive below the target.
 
-// ciLevel is the confidence level of the intervals.
-const ciLevel = 0.95
-
 // tTable is the two-sided 95 % quantile of Student's t, t(0.975, df), for
 // df = 1..30.
 var tTable = [...]float64{

@@ -55,7 +55,7 @@ func (f *fakeLab) Run(steps []labproto.StepMsg, outs []Output) ([]Result, error)
 // runFake runs packages a..f (c has no tests, e's build failed) through
 // runBoots in fake labs that follow plan; bootErr, when set, is what boot
 // n returns instead of a lab.
-func runFake(t *testing.T, plan func(boot int, pkg string) string, bootErr func(n int) error) (bool, error, string, []string) {
+func runFake(t *testing.T, plan func(boot int, pkg string) string, bootErr func(n int) error) (bool, string, []string, error) {
 	t.Helper()
 	pkgs := []testPkg{
 		{ImportPath: "x/a", HasTests: true, Bin: "/b/a.test"},
@@ -78,7 +78,7 @@ func runFake(t *testing.T, plan func(boot int, pkg string) string, bootErr func(
 		return &fakeLab{t: t, boot: boots, plan: plan, ran: &ran, nodes: 2}, time.Now(), nil
 	}
 	ok, err := runBoots(TestOptions{Options: Options{Kernel: "6.12", Nodes: 2}}, pkgs, boot, &out)
-	return ok, err, out.String(), ran
+	return ok, out.String(), ran, err
 }
 
 // summary keeps go test's lines and rdmalab's loud ones.
@@ -108,7 +108,7 @@ func TestRunBootsRerunsAfterCrash(t *testing.T) {
 		}
 		return "ok"
 	}
-	ok, err, out, ran := runFake(t, plan, nil)
+	ok, out, ran, err := runFake(t, plan, nil)
 	if err != nil || ok {
 		t.Errorf("runBoots = %v, %v; want false (x/b failed), nil", ok, err)
 	}
@@ -137,7 +137,7 @@ func TestRunBootsRerunsAfterCrash(t *testing.T) {
 	}
 
 	// Without x/b's own failure the run passes after the rerun.
-	ok, err, out, _ = runFake(t, func(boot int, pkg string) string {
+	ok, out, _, err = runFake(t, func(boot int, pkg string) string {
 		if pkg == "b" {
 			return "ok"
 		}
@@ -150,7 +150,7 @@ func TestRunBootsRerunsAfterCrash(t *testing.T) {
 
 // A second crash is not retried: the run fails, saying so.
 func TestRunBootsCrashTwice(t *testing.T) {
-	ok, err, out, ran := runFake(t, func(boot int, pkg string) string {
+	ok, out, ran, err := runFake(t, func(boot int, pkg string) string {
 		if pkg == "d" {
 			return "crash"
 		}
@@ -182,7 +182,7 @@ func TestRunBootsOtherFailures(t *testing.T) {
 	var crash *Crash
 	w := newCrashWatch(1, func(c *Crash) { crash = c })
 	w.Write([]byte(readConsole(t, "console-6.12-rxe-panic.txt")))
-	ok, err, out, ran := runFake(t, func(int, string) string { return "ok" }, func(n int) error {
+	ok, out, ran, err := runFake(t, func(int, string) string { return "ok" }, func(n int) error {
 		if n == 1 {
 			return fmt.Errorf("boot: %w", crash)
 		}
@@ -198,7 +198,7 @@ func TestRunBootsOtherFailures(t *testing.T) {
 		t.Errorf("crash at boot not announced:\n%s", out)
 	}
 
-	ok, err, out, ran = runFake(t, func(_ int, pkg string) string {
+	ok, out, ran, err = runFake(t, func(_ int, pkg string) string {
 		if pkg == "b" {
 			return "lost"
 		}
@@ -215,7 +215,7 @@ func TestRunBootsOtherFailures(t *testing.T) {
 		t.Errorf("lost guest: summary (-want +got):\n%s\n%s", diff, out)
 	}
 
-	if _, err, _, _ := runFake(t, nil, func(int) error { return errors.New("no qemu") }); err == nil {
+	if _, _, _, err := runFake(t, nil, func(int) error { return errors.New("no qemu") }); err == nil {
 		t.Error("a lab that does not boot is not an error")
 	}
 }

@@ -36,9 +36,14 @@ type testPkg struct {
 	Bin        string
 }
 
+// TestTags are the build tags of the lab's test binaries: rdmalab selects
+// the packages' example_lab_test.go files, examples that need an RDMA
+// device, so that they run (their output checked) only here.
+const TestTags = "rdmalab"
+
 // listPackages resolves package patterns with `go list`.
 func listPackages(ctx context.Context, patterns []string) ([]testPkg, error) {
-	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}"}, patterns...)
+	args := append([]string{"list", "-tags", TestTags, "-f", "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -177,7 +182,7 @@ func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bo
 	all := filepath.Join(dir, "all")
 	if len(paths) > 1 {
 		if err := os.Mkdir(all, 0o755); err == nil {
-			cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", all + "/"}, paths...)...)
+			cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-tags", TestTags, "-o", all + "/"}, paths...)...)
 			cmd.Env = env
 			_ = cmd.Run() // failures show below, package by package
 		}
@@ -195,7 +200,7 @@ func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bo
 			}
 		}
 		bin := filepath.Join(dir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
-		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, p.ImportPath)
+		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", TestTags, "-o", bin, p.ImportPath)
 		cmd.Env = env
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb

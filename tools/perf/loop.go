@@ -738,7 +738,6 @@ func (s *session) writeLat(size int) (*SizeResult, error) {
 			rcnt++
 			if err := s.waitByte(watch, byte(rcnt)); err != nil {
 				if errors.Is(err, errStopped) && s.server && !s.abort.Load() {
-					rcnt--
 					break // the client is done
 				}
 				return nil, s.loopErr(err)

@@ -28,9 +28,6 @@ func (a ioctlAttrs) index(id uint16) int {
 	return -1
 }
 
-// has reports whether the call carries attribute id.
-func (a ioctlAttrs) has(id uint16) bool { return a.index(id) >= 0 }
-
 // in returns the bytes of input attribute id: inline (Len <= 8) from Data,
 // longer ones from the buffer read at entry.
 func (a ioctlAttrs) in(id uint16) ([]byte, bool) {

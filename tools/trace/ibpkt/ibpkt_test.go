@@ -204,7 +204,7 @@ func frame(t *testing.T, v6 bool, vlan bool, dport uint16, payload []byte) []byt
 	udp := []byte{0xc0, 0x00, byte(dport >> 8), byte(dport), byte(ulen >> 8), byte(ulen), 0, 0}
 	if v6 {
 		b = append(b, 0x86, 0xdd)
-		b = append(b, 0x60|0x0, 0x20, 0, 0) // version 6, traffic class 0x02 (ECT(0))
+		b = append(b, 0x60, 0x20, 0, 0) // version 6, traffic class 0x02 (ECT(0))
 		b = append(b, byte(ulen>>8), byte(ulen), 17, 64)
 		b = append(b, netip.MustParseAddr("fd00::1").AsSlice()...)
 		b = append(b, netip.MustParseAddr("fd00::2").AsSlice()...)

@@ -77,7 +77,6 @@ type Pingpong struct {
 	Peer   string // what the peer seems to be, once a message arrived
 	wcs    [16]uverbs.WC
 	Logf   func(string, ...any)
-	posted int
 }
 
 // Pingpong header layout, from byte 1 of a message of HeaderMin bytes or
