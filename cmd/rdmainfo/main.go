@@ -3,7 +3,7 @@
 // Command rdmainfo shows RDMA devices, ports, GIDs, links, resources and
 // counters, creates and deletes Soft-RoCE links, and diagnoses why RDMA does
 // not work — in one static binary, without rdma-core or iproute2. The logic
-// lives in package cmd/rdmainfo/internal/devinfo.
+// lives in package tools/devinfo.
 //
 //	rdmainfo devices                          like ibv_devices
 //	rdmainfo show [DEV] [-v]                  like ibv_devinfo [-v]
@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmago/rdmago/cmd/rdmainfo/internal/devinfo"
 	"github.com/rdmago/rdmago/internal/cliflag"
+	"github.com/rdmago/rdmago/tools/devinfo"
 )
 
 const usage = `usage: rdmainfo COMMAND [flags] [args]

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmago/rdmago/cmd/rdmainfo/internal/devinfo"
 	"github.com/rdmago/rdmago/internal/sysfs"
+	"github.com/rdmago/rdmago/tools/devinfo"
 )
 
 // fixture is a System over the 6.1 lab capture (read-only; no netlink).

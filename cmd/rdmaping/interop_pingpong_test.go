@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/tools/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

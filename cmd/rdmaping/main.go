@@ -54,8 +54,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/oob"
+	"github.com/rdmago/rdmago/tools/ping"
 )
 
 type config struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/tools/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

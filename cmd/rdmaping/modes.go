@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/tools/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

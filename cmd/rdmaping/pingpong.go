@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/oob"
+	"github.com/rdmago/rdmago/tools/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

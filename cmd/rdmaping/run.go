@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
+	"github.com/rdmago/rdmago/tools/ping"
 )
 
 // newLink wraps an rdma_cm connection for the protocols.

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rdmago/rdmago/cmd/rdmaping/internal/ping"
 	"github.com/rdmago/rdmago/oob"
+	"github.com/rdmago/rdmago/tools/ping"
 	"github.com/rdmago/rdmago/uverbs"
 )
 

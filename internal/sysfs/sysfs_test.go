@@ -16,7 +16,7 @@ import (
 // The trees in testdata/lab-KERNEL are copies of the lab guest's sysfs and
 // procfs files (made by a capture script run with `rdmalab run`); the
 // ibv_devinfo output captured in the same boot lies in
-// ../../cmd/rdmainfo/internal/devinfo/testdata/lab-KERNEL. Device nodes are empty files there.
+// ../../tools/devinfo/testdata/lab-KERNEL. Device nodes are empty files there.
 
 func fixtures(t *testing.T) []string {
 	t.Helper()
@@ -40,7 +40,7 @@ func devinfoField(t *testing.T, text, key string) string {
 func TestDeviceFixtures(t *testing.T) {
 	for _, dir := range fixtures(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref, err := os.ReadFile(filepath.Join("../../cmd/rdmainfo/internal/devinfo/testdata", filepath.Base(dir), "ibv_devinfo-v.txt"))
+			ref, err := os.ReadFile(filepath.Join("../../tools/devinfo/testdata", filepath.Base(dir), "ibv_devinfo-v.txt"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// These tests run in the lab (`go run ./cmd/rdmalab test ./cmd/rdmainfo/internal/devinfo`)
+// These tests run in the lab (`go run ./cmd/rdmalab test ./tools/devinfo`)
 // and compare rdmainfo's answers, value by value, with rdma-core's and
 // iproute2's C tools run in the same boot.
 

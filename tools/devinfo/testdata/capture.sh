@@ -1,9 +1,9 @@
-# Captures the lab fixtures of internal/sysfs, cmd/rdmainfo/internal/devinfo and
+# Captures the lab fixtures of internal/sysfs, tools/devinfo and
 # internal/rdmanl (testdata/lab-$K) in one boot. From the repository root:
 #
 #   go test -c -o capture-rdmanl.test ./internal/rdmanl
 #   go run ./cmd/rdmalab run --kernel 6.1 --env K=6.1 --env RDMANL_TEST=$PWD/capture-rdmanl.test \
-#       -- sh cmd/rdmainfo/internal/devinfo/testdata/capture.sh
+#       -- sh tools/devinfo/testdata/capture.sh
 #   rm capture-rdmanl.test
 #   for d in internal/sysfs/testdata/lab-*/sys/module/*; do : > $d/.capture; done   # git keeps no empty dirs
 #
@@ -13,7 +13,7 @@
 set -u
 W=$(pwd)
 R=$W/internal/sysfs/testdata/lab-$K
-REF=$W/cmd/rdmainfo/internal/devinfo/testdata/lab-$K
+REF=$W/tools/devinfo/testdata/lab-$K
 NL=$W/internal/rdmanl/testdata/lab-$K
 rm -rf "$R" "$REF" "$NL"; mkdir -p "$R" "$REF" "$NL"
 D=$RDMALAB_DEV

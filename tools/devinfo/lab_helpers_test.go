@@ -70,7 +70,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func labNetdev(t *testing.T, env labtest.Env) string {
 	t.Helper()
 	if env.Netdev == "" {
-		labtest.Missing(t, "needs the lab's netdev (RDMALAB_NETDEV): run it with `go run ./cmd/rdmalab test ./cmd/rdmainfo/internal/devinfo`")
+		labtest.Missing(t, "needs the lab's netdev (RDMALAB_NETDEV): run it with `go run ./cmd/rdmalab test ./tools/devinfo`")
 	}
 	return env.Netdev
 }

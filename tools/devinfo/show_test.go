@@ -158,7 +158,7 @@ func TestCountersFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			names, _ := os.ReadDir(filepath.Join("../../../../internal/sysfs/testdata", name, "sys/class/infiniband/rxe0/ports/1/hw_counters"))
+			names, _ := os.ReadDir(filepath.Join("../../internal/sysfs/testdata", name, "sys/class/infiniband/rxe0/ports/1/hw_counters"))
 			if len(cs) != len(names) || len(cs) < 10 {
 				t.Fatalf("%d counters, the capture has %d files", len(cs), len(names))
 			}

@@ -183,7 +183,7 @@ func fixtureRoot(t *testing.T, name string) string {
 	t.Helper()
 	v, ok := fixtureFiles.Load(name)
 	if !ok {
-		src := filepath.Join("../../../../internal/sysfs/testdata", name)
+		src := filepath.Join("../../internal/sysfs/testdata", name)
 		files := map[string][]byte{}
 		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
