@@ -7,10 +7,10 @@
 # instruction count, so these counts are what a change saves there; the
 # host's nanoseconds hide most of it (a superscalar core runs the extra
 # instructions of a call or a check almost for free).
-#   sh docs/bench/ir-2026-11-28/ir.sh [REV]   (REV: a git revision to count
+#   sh scripts/ir.sh [REV]   (REV: a git revision to count
 #   instead of the working tree, e.g. the commit before a change)
 set -e
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/.."
 command -v valgrind > /dev/null || { echo "ir.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 src=.
 tmp=$(mktemp -d)
