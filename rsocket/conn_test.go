@@ -634,7 +634,7 @@ func TestFakeCloseTimeoutAfterDelivery(t *testing.T) {
 // package's own work per message without the runtime's wait (nothing ever
 // waits: the wire delivers as it posts). Its instructions per operation,
 // counted with valgrind's callgrind, judge a change to the data path
-// (docs/bench/ir-2026-11-28/ir.sh).
+// (scripts/ir.sh).
 func BenchmarkFakeWriteRead(b *testing.B) {
 	a, c, _ := fakePair(b, Options{}, Options{})
 	out, in := make([]byte, 64), make([]byte, 64)

@@ -61,7 +61,7 @@ func benchCases(twoNodes bool) []benchCase {
 	// 1,000 round trips: with 200 a Go end's first ones (up to twice as
 	// slow for its first 20, read as its code being paged in from the
 	// lab's shared directory) weighed on the figure
-	// (docs/bench/rsocket-sched-2026-11-28).
+	// (docs/performance.md).
 	bw, lat := 32<<20, 1000 // one VM: 64 MiB moved per bandwidth run
 	if twoNodes {
 		bw = 16 << 20

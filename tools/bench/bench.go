@@ -73,7 +73,7 @@ func DefaultOptions() Options {
 		// The TSC clock source (lab.TSCArgs): both tools' clock reads are
 		// vDSO reads, and perftest's cycle calibration against
 		// gettimeofday fails about ten times less often than on HPET
-		// (2 of 111 runs against 20 of 122, docs/bench/short-6.1-2026-11-25-tsc).
+		// (2 of 111 runs against 20 of 122, docs/performance.md).
 		Options:    lab.Options{Kernel: lab.DefaultKernel, Timeout: 60 * time.Minute, Append: slices.Clone(lab.TSCArgs)},
 		Topologies: []int{1, 2},
 		Tests:      []string{"write_bw", "read_bw", "send_bw", "write_lat", "send_lat", "read_lat", "atomic_lat"},
@@ -129,7 +129,7 @@ func ShortOptions() Options {
 // the guest's clock counts instructions on one vCPU, so a figure is the
 // guest CPU's work and the host's load does not move it (bandwidth
 // intervals 0.6–5 % wide after 4 to 12 repetitions, against 27–65 % on
-// the host's clock the same day: docs/bench/icount-6.1-2026-11-28). Only what
+// the host's clock the same day: docs/performance.md). Only what
 // that clock can time (icountTimes): one VM (two exchange packets in the
 // host's time), no cm setup, and the tests where no two processes poll at
 // once: two polling processes on one vCPU take turns at the scheduler's
@@ -141,7 +141,7 @@ func ShortOptions() Options {
 // six at the 12-repetition cap) and 1.5–4.7 % with 16 MiB (but send_bw
 // 4 KiB, 9.1 % at the cap); on 6.1, write's and read's went from 0.1–2.7 %
 // to 0.5–0.6 %, in the same three minutes, which go to set-up more than to
-// the loops (docs/bench/warmup-6.1-2026-11-28). Latency runs take at least
+// the loops (docs/performance.md). Latency runs take at least
 // 2,000 iterations: t_typical is a median, and a run of them takes tens of
 // milliseconds of the guest's time against seconds of set-up.
 func ICountOptions(o Options) Options {
@@ -170,7 +170,7 @@ func ICountTests(tests []string, kernel string) []string {
 // (its server hangs, in ib_uverbs_event_read where looked at, perftest
 // against itself too: 16 of 19 pairs under the instruction clock, 4 of 4
 // on the host's,
-// docs/bench/icount-lat-2026-11-28). write_lat spins on memory on both
+// docs/performance.md). write_lat spins on memory on both
 // sides, and perftest's ib_write_lat cannot sleep on events instead.
 func icountTimes(test, kernel string) string {
 	switch {
@@ -196,7 +196,7 @@ const halfPeer = "-e"
 // takes the CPU at once, so a round trip is both sides' work, and the
 // difference between the tools is the polling side's. Measured on 6.1:
 // t_typical 26.07 µs for perftest polling against 26.18 for rdmaperf, the
-// same on either side (docs/bench/icount-lat-2026-11-28).
+// same on either side (docs/performance.md).
 var halfCases = []string{"client", "server"}
 
 // isBW reports whether test is a bandwidth test (its figure is BW average).
@@ -762,7 +762,7 @@ func (b *bencher) cases(nodes int) []*benchCase {
 // which discover makes. The lab's project share, where the build is, is a
 // 9p mount without a page cache, and every start of a binary from there
 // reads it again from the host (600-640 9p requests per rdmaperf run, against
-// none from the copy: docs/bench/gap-6.1-2026-11-28-ftrace), while perftest's
+// none from the copy: docs/performance.md), while perftest's
 // programs come from the cached root.
 const guestPerf = "/tmp/rdmaperf-bench"
 

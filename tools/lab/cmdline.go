@@ -25,7 +25,7 @@ const maxCmdline = 2047
 // runtime; perftest's calibration spins on gettimeofday). TCG's TSC is
 // QEMU's one tick counter, the same for every vCPU, so trusting it
 // (tsc=reliable skips the sync check and the clocksource watchdog) is sound
-// here. Measured in docs/bench/short-6.1-2026-11-25-tsc: the clock reads
+// here. Measured (docs/performance.md): the clock reads
 // become vDSO reads and perftest's "r^2 < 0.9" glitch much rarer, but
 // rdmaperf/perftest ratios do not change beyond the noise.
 var TSCArgs = []string{"clocksource=tsc", "tsc=reliable"}

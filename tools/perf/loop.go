@@ -33,8 +33,8 @@ const spinCheck = 1024
 // to yield (the client's posts yield on their own, as they stamp the clock
 // anyway). yield reads the cycle counter, which under TCG is a helper call
 // costing more than the poll itself: read on every empty poll it took 41 %
-// of send_bw's receiver (the pprof profile in
-// docs/bench/short-6.1-2026-11-24), halving its polling rate. perftest's
+// of send_bw's receiver (its pprof profile
+// under TCG, docs/performance.md), halving its polling rate. perftest's
 // loops read no clock while they poll.
 const idleCheck = 64
 
@@ -74,8 +74,8 @@ func settle() {
 // faults, and with transparent huge pages (the lab's guests: "always") a
 // fault in Go's 2 MiB-aligned heap may clear a whole 2 MiB page,
 // milliseconds under TCG, in the middle of the loop. perftest's stamp
-// arrays come from malloc, an mmap of their own size. Measured in
-// docs/bench/gap-6.1-2026-11-24: fewer gaps over 1 ms between posts, no
+// arrays come from malloc, an mmap of their own size. Measured in the
+// lab (docs/performance.md): fewer gaps over 1 ms between posts, no
 // bandwidth change beyond the noise.
 func newStamps(n int) []int64 {
 	s := make([]int64, n)
@@ -95,7 +95,7 @@ func newStamps(n int) []int64 {
 // round preempts the loop on a one-CPU guest; perftest's loop, in C, starts
 // without that. Measured under the lab's instruction clock: read_bw 4 KiB
 // × 1,024 (58 ms) lost 1.3 % to it, write_bw and read_bw 64 KiB × 100
-// 0.5-0.6 % (docs/bench/warmup-6.1-2026-11-28).
+// 0.5-0.6 % (docs/performance.md).
 func spinUp(clk Clock, d time.Duration) {
 	if d <= 0 {
 		return
@@ -126,7 +126,7 @@ func firstPoster(t Test, server bool) bool {
 // for atomic_lat 8 B × 2,000 on 6.1: without it 3 % of rdmaperf's round
 // trips took 22.01 µs against 14.58 (sysmon's 20 µs rounds), its 99th
 // percentile 22.01, standard deviation 1.27; with it 14.57 and 0.37, as
-// perftest's 14.31 and 0.12-0.21 (docs/bench/icount-lat-2026-11-28).
+// perftest's 14.31 and 0.12-0.21 (docs/performance.md).
 func (s *session) warmUp(ph *phaser) {
 	if !ph.on && firstPoster(s.cfg.Test, s.server) {
 		spinUp(s.clock, s.cfg.Warmup)

@@ -14,7 +14,7 @@ import (
 // loop: a "# mhz M" line, then one line per post, "posted completed" in
 // cycle-counter ticks (completed is 0 where no completion was accounted).
 // The distribution of the gaps between posts tells a uniformly slower loop
-// from a steady one with stalls (docs/bench/gap-6.1-2026-11-24).
+// from a steady one with stalls (docs/performance.md).
 var stampsFile = os.Getenv("RDMAPERF_STAMPS")
 
 // dumpStamps writes the stamps if RDMAPERF_STAMPS asks for them; a failure

@@ -274,7 +274,7 @@ func TestAckRunsEndWithTheirMessage(t *testing.T) {
 
 var pageTitle = regexp.MustCompile(`<title>([^<]*)</title>`)
 
-// TestDocsPages checks the example pages the README links, one per
+// TestDocsPages checks the example pages docs/rdmatrace.md links, one per
 // rdmaping mode: each is byte for byte what its recordings, kept in
 // testdata/examples, draw today with the title it has
 // (scripts/timeline-examples.sh records them, --redraw draws them again);

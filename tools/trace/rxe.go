@@ -41,7 +41,7 @@ var RXEFuncs = []string{
 // sending QP, a packet in per destination QP) and out of it (completions,
 // errors apart). Two hits per packet; the other functions of RXEFuncs, the
 // task scheduling and state machines rxe runs for those packets, add some
-// eight more per packet, the most of what tracing costs a busy QP (README,
+// eight more per packet, the most of what tracing costs a busy QP (docs/rdmatrace.md,
 // "Overhead").
 var RXEPacketFuncs = []string{"rxe_post_send", "rxe_post_recv", "rxe_rcv", "rxe_xmit_packet", "rxe_cq_post"}
 

@@ -1,6 +1,6 @@
 // Command rslat is a ping-pong of small messages over package rsocket (or
 // TCP), for profiling one round trip in the lab against rstream's (see
-// docs/bench/rsocket-profile-2026-11-24/). The client prints the mean
+// docs/performance.md). The client prints the mean
 // round trip and how often it slept in the completion channel.
 //
 //	rslat -l ADDR:PORT           serve
