@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"github.com/rdmago/rdmago/internal/rtnl"
+	"github.com/rdmago/rdmago/internal/labtest/rtnl"
 )
 
 // rdmaTool runs iproute2's rdma (labtest.HostTool).

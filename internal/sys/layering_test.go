@@ -16,7 +16,7 @@ import (
 // libraryDirs are the library's packages (relative to the module root): every
 // system call they make goes through this package. Tools and commands may
 // make their own.
-var libraryDirs = []string{"abi", "uverbs", "cm", "oob", "rsocket", "transfer", "internal/netlink", "internal/rdmanl", "internal/rtnl", "internal/sysfs"}
+var libraryDirs = []string{"internal/abi", "uverbs", "cm", "oob", "rsocket", "transfer", "internal/netlink", "internal/rdmanl", "internal/sysfs"}
 
 // TestOnlySysEntersTheKernel fails when a library file (tests excluded)
 // imports golang.org/x/sys/unix or calls a function of package syscall

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"github.com/rdmago/rdmago/internal/rtnl"
+	"github.com/rdmago/rdmago/internal/labtest/rtnl"
 )
 
 // cTool returns a command running the host's C tool name (labtest.HostTool).

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
-	"github.com/rdmago/rdmago/internal/rtnl"
+	"github.com/rdmago/rdmago/internal/labtest/rtnl"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/transfer"
 )

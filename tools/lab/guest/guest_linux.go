@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/labtest/rtnl"
 	"github.com/rdmago/rdmago/internal/rdmanl"
-	"github.com/rdmago/rdmago/internal/rtnl"
 	"github.com/rdmago/rdmago/tools/lab/labproto"
 	"golang.org/x/sys/unix"
 )
