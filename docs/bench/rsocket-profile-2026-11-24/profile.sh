@@ -1,6 +1,6 @@
 #!/bin/sh
 # Profile of one 64 B round trip in a lab guest, C rstream against Go
-# (rsocket/internal/rslat), in one boot: per round trip the system calls
+# (tools/perf/rslat), in one boot: per round trip the system calls
 # by name, context switches and wake-ups (perf stat's tracepoint counters,
 # which, unlike strace, do not slow the calls down), the clock source and
 # what a clock read costs, then a system-wide perf record of each. Go runs
@@ -8,7 +8,7 @@
 # GOMAXPROCS 2 and 1; ./rslat and ./rslat-raw are two builds to compare
 # (here: before and after the raw arm and event read). Run from the host:
 #   mkdir -p /tmp/rslat && cp docs/bench/rsocket-profile-2026-11-24/*.sh /tmp/rslat/
-#   git stash/checkout as needed; CGO_ENABLED=0 go build -o /tmp/rslat/rslat ./rsocket/internal/rslat
+#   git stash/checkout as needed; CGO_ENABLED=0 go build -o /tmp/rslat/rslat ./tools/perf/rslat
 #   (the second build as /tmp/rslat/rslat-raw)
 #   flock /tmp/rdmago-lab.lock go run ./cmd/rdmalab run --kernel 6.1 --timeout 25m \
 #       --share /tmp/rslat -- sh /tmp/rslat/profile.sh
