@@ -93,7 +93,7 @@ func client(addr string) {
 			c, err = net.Dial("tcp", addr)
 		} else {
 			d := rsocket.Dialer{Options: opts()}
-			c, err = d.Dial(ctx, "tcp", addr)
+			c, err = d.DialContext(ctx, "tcp", addr)
 		}
 		if err == nil {
 			break
