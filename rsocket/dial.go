@@ -87,11 +87,11 @@ func (o *Options) config() (config, error) {
 	cfg.rqSize = min(max(cfg.rqSize, qpMinSize), qpMaxSize)
 	switch {
 	case cfg.inline < 0 || cfg.inline > qpMaxSize:
-		return cfg, fmt.Errorf("rsocket: Inline %d: want 0-%d or NoInline", o.Inline, qpMaxSize)
+		return cfg, fmt.Errorf("rsocket: Options.Inline %d: want 0-%d or NoInline", o.Inline, qpMaxSize)
 	case cfg.sbufSize < 2*sndLowat || cfg.sbufSize > maxMsgData:
-		return cfg, fmt.Errorf("rsocket: SendBuffer %d: want %d to %d bytes", o.SendBuffer, 2*sndLowat, maxMsgData)
+		return cfg, fmt.Errorf("rsocket: Options.SendBuffer %d: want %d to %d bytes", o.SendBuffer, 2*sndLowat, maxMsgData)
 	case cfg.rbufSize < 2*sndLowat || cfg.rbufSize > maxMsgData:
-		return cfg, fmt.Errorf("rsocket: RecvBuffer %d: want %d to %d bytes", o.RecvBuffer, 2*sndLowat, maxMsgData)
+		return cfg, fmt.Errorf("rsocket: Options.RecvBuffer %d: want %d to %d bytes", o.RecvBuffer, 2*sndLowat, maxMsgData)
 	}
 	cfg.rbufSize += cfg.rbufSize & 1
 	return cfg, nil

@@ -87,3 +87,21 @@ func TestDialerChecksFirst(t *testing.T) {
 		t.Fatalf("Listen unix: %v, %v", l, err)
 	}
 }
+
+// TestOptionsErrorsNameField: a setting out of range is refused with an
+// error naming the Options field.
+func TestOptionsErrorsNameField(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Inline: -2}, "Options.Inline"},
+		{Options{SendBuffer: 100}, "Options.SendBuffer"},
+		{Options{RecvBuffer: 100}, "Options.RecvBuffer"},
+	} {
+		d := Dialer{Options: tc.o}
+		if _, err := d.DialRSocket(context.Background(), "tcp", "10.0.0.1:7471"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %s", tc.o, err, tc.want)
+		}
+	}
+}
