@@ -139,12 +139,16 @@ var errWriteShut = fmt.Errorf("write after CloseWrite: %w", syscall.EPIPE)
 // most Options.CloseTimeout) for the sends to complete, then disconnects
 // and destroys the QP, CQ, memory regions, PD and rdma_cm id.
 type Conn struct {
+	// What the connection runs on (set by newConn, never changed): the
+	// queue pair and its events, the registered rings, the sizes.
 	t            transport
 	mem          *memory
 	cfg          config
 	pollTime     time.Duration
 	laddr, raddr net.Addr
 
+	// The API (conn.go, conn_deadline.go): who may call in at once, the
+	// deadlines, Close's progress.
 	rmu, wmu, cmu sync.Mutex // serialise Read, Write and the control operations
 	rdl, wdl      *deadline
 	closing       chan struct{}
@@ -153,9 +157,10 @@ type Conn struct {
 	closeErr      error
 	keepalive     *time.Timer
 
-	// The contexts a waiter's channel wait ends with: gone when the CM
-	// reports the connection gone (or at the end of Close), live (its
-	// child) also when Close starts; the deadlines are live's children.
+	// Waiting (conn_wait.go). The contexts a waiter's channel wait ends
+	// with: gone when the CM reports the connection gone (or at the end of
+	// Close), live (its child) also when Close starts; the deadlines are
+	// live's children. Then the goroutines' ends and each waiter's wake.
 	gone      context.Context
 	endGone   context.CancelFunc
 	live      context.Context
@@ -167,9 +172,11 @@ type Conn struct {
 	ctlWake   chan struct{}
 	drainWake chan struct{}
 
-	mu        sync.Mutex    // everything below, and every use of t
-	closed    bool          // Close was called
-	torn      bool          // t is closed
+	mu     sync.Mutex // everything below, and every use of t
+	closed bool       // Close was called
+	torn   bool       // t is closed
+
+	// The completion queue's waiter (conn_wait.go).
 	armed     bool          // the CQ is armed: its next completion raises an event
 	armEvents uint64        // events when the CQ was last armed
 	quietAt   uint64        // polls when the waiter last let go of mu to wait quietly
@@ -179,6 +186,8 @@ type Conn struct {
 	events    uint64        // completions handled
 	polls     atomic.Uint64 // CQ polls started (progressLocked): quiet's witness
 	wakes     uint64        // completion events a wait in t.wait woke for
+
+	// The connection's state (conn_proto.go: rs_connected and the like).
 	cmGone    bool
 	err       error // why the connection failed
 	connected bool  // rs_connected
@@ -188,7 +197,7 @@ type Conn struct {
 	peerDisc  bool  // the peer's DISCONNECT arrived
 	peerOrder binary.ByteOrder
 
-	// Sending (the peer's receive ring).
+	// Sending (conn_proto.go): the peer's receive ring.
 	sseqNo, sseqComp uint16 // data messages sent; the peer's credit limit
 	sqeAvail         int
 	sbufAvail        int
@@ -205,7 +214,7 @@ type Conn struct {
 	remoteSGL          rsSGE  // the peer's target SGL: address, rkey, entries
 	remoteSGE          uint32 // the entry our next buffer update goes to
 
-	// Receiving (our ring).
+	// Receiving (conn_proto.go): our ring.
 	rseqNo, rseqComp uint16 // data messages consumed; when to send credits next
 	rcvSeq           uint16 // data messages received
 	grant            uint16 // the credit limit last granted
@@ -224,6 +233,8 @@ type Conn struct {
 	ringFreed bool // t.free was called, or is left to the last borrower
 	recvLent  bool // WriteTo's w has the first queued message's data
 
+	// Scratch space of progressLocked's polls and postLocked's work
+	// request, kept here so that neither allocates.
 	wcs [16]uverbs.WC
 	swr [1]uverbs.SendWR
 	sge [2]uverbs.SGE
