@@ -4,6 +4,7 @@ package oob
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -27,10 +28,10 @@ func TestServerN(t *testing.T) {
 	var fromClient []uverbs.Dest
 	go func() {
 		var err error
-		fromClient, err = ServerN(ctx, ln, srv, SRQDests, nil)
+		fromClient, err = ServerN(ctx, ln, srv, SRQDests, nil, nil)
 		errc <- err
 	}()
-	got, err := ClientN(ctx, ln.Addr().String(), cli, SRQDests)
+	got, err := ClientN(ctx, ln.Addr().String(), cli, SRQDests, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,20 +47,18 @@ func TestServerN(t *testing.T) {
 }
 
 // TestMismatchedCount: a one-address peer facing a 256-address one (and
-// the reverse) ends within StepTimeout with an error naming the fix, on
-// both sides, instead of hanging.
+// the reverse) ends within Options.StepTimeout with an error naming the
+// fix (and matching ErrAddressCount), on both sides, instead of hanging.
 func TestMismatchedCount(t *testing.T) {
-	old := StepTimeout
-	StepTimeout = 300 * time.Millisecond
-	defer func() { StepTimeout = old }()
+	opts := &Options{StepTimeout: 300 * time.Millisecond}
 	local := []uverbs.Dest{{QPN: 0x100, PSN: 1, GID: gidOf("10.0.0.1")}}
 	for _, tc := range []struct {
 		name             string
 		server, client   int
 		serverWant, want string
 	}{
-		{"OneQPClient_SRQServer", SRQDests, 1, "drop --srq", "closed"},
-		{"SRQClient_OneQPServer", 1, SRQDests, "give --srq", "drop --srq"},
+		{"OneQPClient_SRQServer", SRQDests, 1, "exchange one address, n = 1", "closed"},
+		{"SRQClient_OneQPServer", 1, SRQDests, "exchange SRQDests addresses, n = 256", "exchange one address, n = 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -71,14 +70,14 @@ func TestMismatchedCount(t *testing.T) {
 			defer cancel()
 			errc := make(chan error, 1)
 			go func() {
-				_, err := ServerN(ctx, ln, local, tc.server, nil)
+				_, err := ServerN(ctx, ln, local, tc.server, nil, opts)
 				errc <- err
 			}()
-			_, cerr := ClientN(ctx, ln.Addr().String(), local, tc.client)
+			_, cerr := ClientN(ctx, ln.Addr().String(), local, tc.client, opts)
 			serr := <-errc
 			t.Logf("server: %v\nclient: %v", serr, cerr)
-			if serr == nil || !strings.Contains(serr.Error(), tc.serverWant) {
-				t.Errorf("server error %v, want one saying %q", serr, tc.serverWant)
+			if serr == nil || !strings.Contains(serr.Error(), tc.serverWant) || !errors.Is(serr, ErrAddressCount) {
+				t.Errorf("server error %v, want one saying %q and matching ErrAddressCount", serr, tc.serverWant)
 			}
 			if cerr == nil {
 				t.Errorf("client succeeded against a mismatched server")
@@ -91,11 +90,9 @@ func TestMismatchedCount(t *testing.T) {
 }
 
 // TestClientWaitsForSRQServer: a one-address client facing a server that
-// reads more says to give --srq.
+// reads more says to exchange SRQDests addresses.
 func TestClientWaitsForSRQServer(t *testing.T) {
-	old := StepTimeout
-	StepTimeout = 300 * time.Millisecond
-	defer func() { StepTimeout = old }()
+	opts := &Options{StepTimeout: 300 * time.Millisecond}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,8 +107,8 @@ func TestClientWaitsForSRQServer(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = ClientN(ctx, ln.Addr().String(), []uverbs.Dest{{QPN: 1}}, 1)
-	if err == nil || !strings.Contains(err.Error(), "give --srq") {
-		t.Errorf("client error %v, want one saying to give --srq", err)
+	_, err = ClientN(ctx, ln.Addr().String(), []uverbs.Dest{{QPN: 1}}, 1, opts)
+	if err == nil || !strings.Contains(err.Error(), "exchange SRQDests addresses") || !errors.Is(err, ErrAddressCount) {
+		t.Errorf("client error %v, want one saying to exchange SRQDests addresses, matching ErrAddressCount", err)
 	}
 }

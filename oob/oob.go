@@ -80,11 +80,42 @@ func Parse(b []byte) (uverbs.Dest, error) {
 // later).
 const SRQDests = 256
 
-// StepTimeout bounds each read of the exchange once the TCP connection is
-// up: the C programs answer at once, so a peer silent this long is waiting
-// for something else (ibv_srq_pingpong for its other addresses, a one-QP
-// program for our answer).
-var StepTimeout = 5 * time.Second
+// DefaultStepTimeout is Options.StepTimeout's default.
+const DefaultStepTimeout = 5 * time.Second
+
+// Options are an exchange's settings; the zero value, or a nil *Options,
+// means every default.
+type Options struct {
+	// StepTimeout bounds each read of the exchange once the TCP
+	// connection is up: the C programs answer at once, so a peer silent
+	// this long is waiting for something else (ibv_srq_pingpong for its
+	// other addresses, a one-QP program for our answer). 0 means
+	// DefaultStepTimeout (5 s); ctx's deadline, if earlier, still applies.
+	StepTimeout time.Duration
+}
+
+// ErrAddressCount is matched (errors.Is) by an exchange that failed
+// because the peer exchanges another number of addresses: one side runs
+// ibv_srq_pingpong's exchange (SRQDests addresses, ClientN and ServerN
+// with n = SRQDests), the other a one-QP program's (one address).
+var ErrAddressCount = errors.New("the peer exchanges another number of addresses")
+
+// countError is an error that matches ErrAddressCount.
+type countError struct{ error }
+
+func (e countError) Is(target error) bool { return target == ErrAddressCount }
+func (e countError) Unwrap() error        { return e.error }
+
+// stepTimeout is opts' StepTimeout after its default, checked.
+func stepTimeout(opts *Options) (time.Duration, error) {
+	if opts == nil || opts.StepTimeout == 0 {
+		return DefaultStepTimeout, nil
+	}
+	if opts.StepTimeout < 0 {
+		return 0, fmt.Errorf("exchange: Options.StepTimeout %v: want 0 (%v) or more", opts.StepTimeout, DefaultStepTimeout)
+	}
+	return opts.StepTimeout, nil
+}
 
 // bindConn makes conn honour ctx: its deadline, and cancellation.
 func bindConn(ctx context.Context, conn net.Conn) func() bool {
@@ -94,10 +125,10 @@ func bindConn(ctx context.Context, conn net.Conn) func() bool {
 	return context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 }
 
-// readStep reads len(b) bytes, giving up StepTimeout from now (or at ctx's
+// readStep reads len(b) bytes, giving up step from now (or at ctx's
 // deadline, if earlier).
-func readStep(ctx context.Context, conn net.Conn, b []byte) (int, error) {
-	dl := time.Now().Add(StepTimeout)
+func readStep(ctx context.Context, conn net.Conn, b []byte, step time.Duration) (int, error) {
+	dl := time.Now().Add(step)
 	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 		dl = d
 	}
@@ -128,16 +159,21 @@ func marshalN(local []uverbs.Dest, n int) []byte {
 // readDests reads n addresses from the peer (who is "the server" or "the
 // client"), explaining a peer that sends fewer than n: it stopped, or
 // closed the connection, after got of them.
-func readDests(ctx context.Context, conn net.Conn, n int, who string) ([]uverbs.Dest, error) {
+func readDests(ctx context.Context, conn net.Conn, n int, who string, step time.Duration) ([]uverbs.Dest, error) {
 	ds := make([]uverbs.Dest, n)
 	msg := make([]byte, msgLen)
 	for i := range ds {
-		k, err := readStep(ctx, conn, msg)
+		k, err := readStep(ctx, conn, msg, step)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("exchange: read remote address: %w", ctx.Err())
 			}
-			return nil, fmt.Errorf("exchange: read remote address %d of %d: %w%s", i+1, n, err, shortPeer(who, i, k, n, err))
+			why, count := shortPeer(who, i, k, n, err, step)
+			err = fmt.Errorf("exchange: read remote address %d of %d: %w%s", i+1, n, err, why)
+			if count {
+				err = countError{err}
+			}
+			return nil, err
 		}
 		if ds[i], err = Parse(msg); err != nil {
 			return nil, fmt.Errorf("exchange: %s sent %q, not a pingpong address: is it an ibv_*_pingpong program? %w", who, msg, err)
@@ -146,28 +182,30 @@ func readDests(ctx context.Context, conn net.Conn, n int, who string) ([]uverbs.
 	return ds, nil
 }
 
-// shortPeer explains why a peer sent got of the n addresses wanted.
-func shortPeer(who string, got, partial, n int, err error) string {
+// shortPeer explains why a peer sent got of the n addresses wanted, and
+// whether it seems to exchange another number of them (ErrAddressCount).
+func shortPeer(who string, got, partial, n int, err error, step time.Duration) (string, bool) {
 	switch {
 	case got == 0 && partial == 0 && timedOut(err) && n == 1 && who == "the server":
-		return fmt.Sprintf(" (the server sent nothing for %v: it seems to wait for more addresses, as ibv_srq_pingpong does (it reads %d): give --srq)", StepTimeout, SRQDests)
+		return fmt.Sprintf(" (the server sent nothing for %v: it seems to wait for more addresses, as ibv_srq_pingpong does (it reads %d): exchange SRQDests addresses, n = %d)", step, SRQDests, SRQDests), true
 	case got == 0 && partial == 0 && timedOut(err):
-		return fmt.Sprintf(" (%s sent nothing for %v)", who, StepTimeout)
+		return fmt.Sprintf(" (%s sent nothing for %v)", who, step), false
 	case got == 0:
-		return ""
+		return "", false
 	case n == SRQDests:
-		return fmt.Sprintf(" (%s sent %d address(es), not ibv_srq_pingpong's %d: it seems to run a one-QP pingpong (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong); drop --srq)", who, got, SRQDests)
+		return fmt.Sprintf(" (%s sent %d address(es), not ibv_srq_pingpong's %d: it seems to run a one-QP pingpong (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong): exchange one address, n = 1)", who, got, SRQDests), true
 	}
-	return fmt.Sprintf(" (%s sent %d address(es) of the %d wanted)", who, got, n)
+	return fmt.Sprintf(" (%s sent %d address(es) of the %d wanted)", who, got, n), false
 }
 
 // Client is the client side of the exchange (pp_client_exch_dest): it
 // connects to addr (host:port; ibv_rc_pingpong's default port is
 // PingpongPort), sends local, receives the server's Dest and confirms. The
 // server has connected its QP by then; connect yours after. It closes the
-// TCP connection it opened before returning.
-func Client(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, error) {
-	ds, err := ClientN(ctx, addr, []uverbs.Dest{local}, 1)
+// TCP connection it opened before returning. opts may be nil (every
+// default).
+func Client(ctx context.Context, addr string, local uverbs.Dest, opts *Options) (uverbs.Dest, error) {
+	ds, err := ClientN(ctx, addr, []uverbs.Dest{local}, 1, opts)
 	if err != nil {
 		return uverbs.Dest{}, err
 	}
@@ -177,9 +215,14 @@ func Client(ctx context.Context, addr string, local uverbs.Dest) (uverbs.Dest, e
 // ClientN is Client for n addresses each way, as ibv_srq_pingpong
 // exchanges them (n = SRQDests, one per QP, the rest zero): local is padded
 // with zero addresses to n, and all n of the server's are returned. Each
-// read gives up after StepTimeout with an error that says what the server
-// seems to run.
-func ClientN(ctx context.Context, addr string, local []uverbs.Dest, n int) ([]uverbs.Dest, error) {
+// read gives up after Options.StepTimeout with an error that says what the
+// server seems to run (matching ErrAddressCount when it seems to exchange
+// another number of addresses).
+func ClientN(ctx context.Context, addr string, local []uverbs.Dest, n int, opts *Options) ([]uverbs.Dest, error) {
+	step, err := stepTimeout(opts)
+	if err != nil {
+		return nil, err
+	}
 	var dl net.Dialer
 	conn, err := dl.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -190,7 +233,7 @@ func ClientN(ctx context.Context, addr string, local []uverbs.Dest, n int) ([]uv
 	if _, err := conn.Write(marshalN(local, n)); err != nil {
 		return nil, fmt.Errorf("exchange: send local address: %w", err)
 	}
-	remote, err := readDests(ctx, conn, n, "the server")
+	remote, err := readDests(ctx, conn, n, "the server", step)
 	if err != nil {
 		return nil, err
 	}
@@ -206,13 +249,13 @@ func ClientN(ctx context.Context, addr string, local []uverbs.Dest, n int) ([]uv
 // sends local and waits for the client's confirmation. connect may be nil.
 // The caller owns ln and must Close it; if ctx ends while Server waits in
 // Accept, Server closes ln to get out. The accepted connection is closed
-// before Server returns.
-func Server(ctx context.Context, ln net.Listener, local uverbs.Dest, connect func(remote uverbs.Dest) error) (uverbs.Dest, error) {
+// before Server returns. opts may be nil (every default).
+func Server(ctx context.Context, ln net.Listener, local uverbs.Dest, connect func(remote uverbs.Dest) error, opts *Options) (uverbs.Dest, error) {
 	var c func([]uverbs.Dest) error
 	if connect != nil {
 		c = func(ds []uverbs.Dest) error { return connect(ds[0]) }
 	}
-	ds, err := ServerN(ctx, ln, []uverbs.Dest{local}, 1, c)
+	ds, err := ServerN(ctx, ln, []uverbs.Dest{local}, 1, c, opts)
 	if err != nil {
 		return uverbs.Dest{}, err
 	}
@@ -220,10 +263,15 @@ func Server(ctx context.Context, ln net.Listener, local uverbs.Dest, connect fun
 }
 
 // ServerN is Server for n addresses each way (see ClientN). Accept waits
-// as long as ctx allows; every read after it gives up after StepTimeout.
-// A client that sends something else than "done" after its address(es) is
-// reported with what it sent.
-func ServerN(ctx context.Context, ln net.Listener, local []uverbs.Dest, n int, connect func(remote []uverbs.Dest) error) ([]uverbs.Dest, error) {
+// as long as ctx allows; every read after it gives up after
+// Options.StepTimeout. A client that sends something else than "done"
+// after its address(es) is reported with what it sent (matching
+// ErrAddressCount when that is another address).
+func ServerN(ctx context.Context, ln net.Listener, local []uverbs.Dest, n int, connect func(remote []uverbs.Dest) error, opts *Options) ([]uverbs.Dest, error) {
+	step, err := stepTimeout(opts)
+	if err != nil {
+		return nil, err
+	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	conn, err := ln.Accept()
 	stop()
@@ -235,7 +283,7 @@ func ServerN(ctx context.Context, ln net.Listener, local []uverbs.Dest, n int, c
 	}
 	defer conn.Close()
 	defer bindConn(ctx, conn)()
-	remote, err := readDests(ctx, conn, n, "the client")
+	remote, err := readDests(ctx, conn, n, "the client", step)
 	if err != nil {
 		return nil, err
 	}
@@ -248,13 +296,13 @@ func ServerN(ctx context.Context, ln net.Listener, local []uverbs.Dest, n int, c
 		return nil, fmt.Errorf("exchange: send local address: %w", err)
 	}
 	done := make([]byte, len(msgDone))
-	k, err := readStep(ctx, conn, done)
+	k, err := readStep(ctx, conn, done, step)
 	if err != nil && k == 0 {
 		return nil, fmt.Errorf("exchange: read done: %w", err)
 	}
 	if string(done[:k]) != msgDone {
 		if _, perr := Parse(append(done[:k:k], readSome(conn, msgLen-k)...)); perr == nil {
-			return nil, fmt.Errorf("exchange: the client sent another address instead of \"done\": it seems to be ibv_srq_pingpong, which sends %d: give --srq", SRQDests)
+			return nil, countError{fmt.Errorf("exchange: the client sent another address instead of \"done\": it seems to be ibv_srq_pingpong, which sends %d: exchange SRQDests addresses, n = %d", SRQDests, SRQDests)}
 		}
 		return nil, fmt.Errorf("exchange: the client sent %q instead of \"done\"", done[:k])
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,10 +52,10 @@ func TestRoundTrip(t *testing.T) {
 	done := make(chan res, 1)
 	go func() {
 		var r res
-		r.d, r.err = Server(ctx, ln, server, func(remote uverbs.Dest) error { r.connected = remote; return nil })
+		r.d, r.err = Server(ctx, ln, server, func(remote uverbs.Dest) error { r.connected = remote; return nil }, nil)
 		done <- r
 	}()
-	got, err := Client(ctx, ln.Addr().String(), client)
+	got, err := Client(ctx, ln.Addr().String(), client, nil)
 	if err != nil || got != server {
 		t.Fatalf("client got %+v, %v", got, err)
 	}
@@ -67,7 +68,19 @@ func TestRoundTrip(t *testing.T) {
 	defer ln2.Close()
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
-	if _, err := Server(cctx, ln2, server, nil); !errors.Is(err, context.Canceled) {
+	if _, err := Server(cctx, ln2, server, nil, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled server: %v", err)
+	}
+}
+
+// TestStepTimeoutChecked: a negative Options.StepTimeout is refused with
+// an error naming the field, before anything is dialled or accepted.
+func TestStepTimeoutChecked(t *testing.T) {
+	bad := &Options{StepTimeout: -time.Second}
+	if _, err := Client(context.Background(), "127.0.0.1:1", uverbs.Dest{}, bad); err == nil || !strings.Contains(err.Error(), "Options.StepTimeout") {
+		t.Errorf("Client with StepTimeout -1s: %v", err)
+	}
+	if _, err := ServerN(context.Background(), nil, nil, 1, nil, bad); err == nil || !strings.Contains(err.Error(), "Options.StepTimeout") {
+		t.Errorf("ServerN with StepTimeout -1s: %v", err)
 	}
 }

@@ -87,11 +87,11 @@ func (o *Options) config() (config, error) {
 	cfg.rqSize = min(max(cfg.rqSize, qpMinSize), qpMaxSize)
 	switch {
 	case cfg.inline < 0 || cfg.inline > qpMaxSize:
-		return cfg, fmt.Errorf("rsocket: Inline %d: want 0-%d or NoInline", o.Inline, qpMaxSize)
+		return cfg, fmt.Errorf("rsocket: Options.Inline %d: want 0-%d or NoInline", o.Inline, qpMaxSize)
 	case cfg.sbufSize < 2*sndLowat || cfg.sbufSize > maxMsgData:
-		return cfg, fmt.Errorf("rsocket: SendBuffer %d: want %d to %d bytes", o.SendBuffer, 2*sndLowat, maxMsgData)
+		return cfg, fmt.Errorf("rsocket: Options.SendBuffer %d: want %d to %d bytes", o.SendBuffer, 2*sndLowat, maxMsgData)
 	case cfg.rbufSize < 2*sndLowat || cfg.rbufSize > maxMsgData:
-		return cfg, fmt.Errorf("rsocket: RecvBuffer %d: want %d to %d bytes", o.RecvBuffer, 2*sndLowat, maxMsgData)
+		return cfg, fmt.Errorf("rsocket: Options.RecvBuffer %d: want %d to %d bytes", o.RecvBuffer, 2*sndLowat, maxMsgData)
 	}
 	cfg.rbufSize += cfg.rbufSize & 1
 	return cfg, nil
@@ -112,41 +112,63 @@ func checkNetwork(network string) error {
 	return fmt.Errorf("network %q: rsockets are streams over RDMA connections: use \"tcp\", \"tcp4\" or \"tcp6\": %w", network, net.UnknownNetworkError(network))
 }
 
-// Dialer dials rsockets with Options.
+// Dialer dials rsockets with Options, as net.Dialer dials TCP: Dial and
+// DialContext return a net.Conn, DialRSocket the *Conn. The zero Dialer
+// dials with librdmacm's defaults.
 type Dialer struct {
 	Options
 	// LocalAddr is the source address to resolve from (rdma_resolve_addr's
 	// src_addr); the zero value lets the routing table choose.
 	LocalAddr netip.AddrPort
 	// Timeout bounds the whole dial (address and route resolution, the
-	// connection exchange); 0 means none beyond ctx.
+	// connection exchange, and the waiting WaitForListener asks for); 0
+	// means none beyond ctx.
 	Timeout time.Duration
+	// WaitForListener makes a dial that finds nothing listening on the
+	// port (an error matching cm.ErrNoListener: rdma_connect's
+	// RDMA_CM_EVENT_REJECTED with IB_CM_REJ_INVALID_SERVICE_ID, rconnect's
+	// ECONNREFUSED) try again, pausing from 10 ms doubling up to 500 ms,
+	// until it connects, fails otherwise, or its context (or Timeout)
+	// ends. false fails at the first refusal, as rconnect does.
+	WaitForListener bool
 }
 
 // Dial connects to the rsocket listening at address ("host:port") with the
-// zero Dialer. network must be "tcp", "tcp4" or "tcp6". It needs Linux with
-// rdma_ucm and an RDMA device routing to address (tested with Soft-RoCE on
-// 6.1 and 6.12). The caller must Close the Conn.
+// zero Dialer and returns the *Conn, as net.DialTCP returns a
+// *net.TCPConn; ctx bounds the dial (rdma_cm's address, route and
+// connection exchanges block). network must be "tcp", "tcp4" or "tcp6".
+// It needs Linux with rdma_ucm and an RDMA device routing to address
+// (tested with Soft-RoCE on 6.1 and 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	var d Dialer
-	return d.Dial(ctx, network, address)
+	return d.DialRSocket(ctx, network, address)
 }
 
-// DialContext is Dial returning a net.Conn, for http.Transport.DialContext
-// and the like.
+// Dial is net.Dialer.Dial: DialRSocket with context.Background(),
+// returning a net.Conn. The caller must Close it.
+func (d *Dialer) Dial(network, address string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, address)
+}
+
+// DialContext is net.Dialer.DialContext: DialRSocket returning a
+// net.Conn, for http.Transport.DialContext and the like. The caller must
+// Close it.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	c, err := d.Dial(ctx, network, address)
+	c, err := d.DialRSocket(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Dial is rconnect: resolve address and route, create the QP and the
-// rsocket's buffers, send the connection request with this side's
-// rs_conn_data, check the peer's in the reply. Failures are *net.OpError
-// values wrapping cm's errors (cm.ErrNoListener, ...) or ErrProtocol.
-func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, error) {
+// DialRSocket is rconnect: resolve address and route, create the QP and
+// the rsocket's buffers, send the connection request with this side's
+// rs_conn_data, check the peer's in the reply (again while nothing
+// listens, with WaitForListener). Failures are *net.OpError values
+// wrapping cm's errors (cm.ErrNoListener, ...) or ErrProtocol. It needs
+// Linux with rdma_ucm and an RDMA device routing to address. The caller
+// must Close the Conn.
+func (d *Dialer) DialRSocket(ctx context.Context, network, address string) (*Conn, error) {
 	opErr := func(err error) error {
 		return &net.OpError{Op: "dial", Net: "rsocket", Err: err, Addr: addrString(address)}
 	}
@@ -162,22 +184,82 @@ func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, erro
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	s := &setup{cfg: cfg}
 	o := d.Options
 	o.localAddr = d.LocalAddr
-	cc, err := cm.Dial(ctx, address, s.cmOptions(&o))
+	dial := func() (*Conn, error) { return dialOnce(ctx, cfg, &o, d.PollTime, address) }
+	var c *Conn
+	if d.WaitForListener {
+		c, err = retryNoListener(ctx, dial)
+	} else {
+		c, err = dial()
+	}
+	if err != nil {
+		return nil, opErr(noListenerHint(err))
+	}
+	return c, nil
+}
+
+// dialOnce is one rconnect.
+func dialOnce(ctx context.Context, cfg config, o *Options, pollTime time.Duration, address string) (*Conn, error) {
+	s := &setup{cfg: cfg}
+	cc, err := cm.Dial(ctx, address, s.cmOptions(o))
 	if err != nil {
 		s.free()
-		return nil, opErr(err)
+		return nil, err
 	}
 	peer, err := parseConnData(cc.Peer().PrivateData)
 	if err != nil {
 		s.v.close()
 		s.free()
-		return nil, opErr(err)
+		return nil, err
 	}
-	return newConn(s.v, s.mem, s.cfg, peer, d.PollTime, tcpAddr(cc.LocalAddr()), tcpAddr(cc.RemoteAddr())), nil
+	return newConn(s.v, s.mem, s.cfg, peer, pollTime, tcpAddr(cc.LocalAddr()), tcpAddr(cc.RemoteAddr())), nil
 }
+
+// The pauses between the dials of WaitForListener.
+const (
+	waitListenerFirst = 10 * time.Millisecond
+	waitListenerMax   = 500 * time.Millisecond
+)
+
+// retryNoListener calls dial again while it fails with cm.ErrNoListener,
+// pausing from waitListenerFirst doubling up to waitListenerMax, until
+// ctx ends; then the error is the last refusal joined with ctx's error.
+func retryNoListener[T any](ctx context.Context, dial func() (T, error)) (T, error) {
+	pause := waitListenerFirst
+	for {
+		v, err := dial()
+		if err == nil || !errors.Is(err, cm.ErrNoListener) {
+			return v, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w (waited for a listener until: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, waitListenerMax)
+	}
+}
+
+// noListenerHint adds to a refusal by a port nobody listens on the usual
+// reason when the server is a C program under librspreload.
+func noListenerHint(err error) error {
+	if !errors.Is(err, cm.ErrNoListener) {
+		return err
+	}
+	return &hintError{err: err, hint: "if the server is a C program under LD_PRELOAD=librspreload.so: it stays on TCP when it opens its socket with SOCK_CLOEXEC or SOCK_NONBLOCK, or accepts with accept4"}
+}
+
+// hintError is err followed by a hint for the person reading it.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hintError) Unwrap() error { return e.err }
 
 type addrString string
 
@@ -186,7 +268,9 @@ func (a addrString) String() string  { return string(a) }
 
 func tcpAddr(a netip.AddrPort) *net.TCPAddr { return net.TCPAddrFromAddrPort(a) }
 
-// ListenConfig listens with Options, which every accepted connection gets.
+// ListenConfig listens with Options, which every accepted connection
+// gets, as net.ListenConfig listens for TCP: Listen returns a
+// net.Listener, ListenRSocket the *Listener.
 type ListenConfig struct {
 	Options
 	// Backlog bounds the connection requests not yet accepted; 0 means the
@@ -195,15 +279,30 @@ type ListenConfig struct {
 }
 
 // Listen is rlisten on address ("host:port"; an empty host listens on
-// every RDMA device, port 0 picks one) with the zero ListenConfig. The
-// caller must Close the Listener.
+// every RDMA device, port 0 picks one) with the zero ListenConfig,
+// returning the *Listener, as net.ListenTCP returns a *net.TCPListener;
+// ctx bounds the setup. network must be "tcp", "tcp4" or "tcp6". It needs
+// Linux with rdma_ucm and an RDMA device. The caller must Close the
+// Listener.
 func Listen(ctx context.Context, network, address string) (*Listener, error) {
 	var lc ListenConfig
-	return lc.Listen(ctx, network, address)
+	return lc.ListenRSocket(ctx, network, address)
 }
 
-// Listen is rbind + rlisten.
-func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (*Listener, error) {
+// Listen is net.ListenConfig.Listen: ListenRSocket returning a
+// net.Listener, for http.Server.Serve and the like. The caller must Close
+// it.
+func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	l, err := lc.ListenRSocket(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ListenRSocket is rbind + rlisten (see the package-level Listen). The
+// caller must Close the Listener.
+func (lc *ListenConfig) ListenRSocket(ctx context.Context, network, address string) (*Listener, error) {
 	opErr := func(err error) error {
 		return &net.OpError{Op: "listen", Net: "rsocket", Err: err, Addr: addrString(address)}
 	}

@@ -12,6 +12,34 @@
 //	c, err := rsocket.Dial(ctx, "tcp", "10.0.0.1:7471")
 //	defer c.Close()
 //
+// # Like package net
+//
+// The API is package net's, so that code written against net keeps
+// working: Dialer and ListenConfig are net.Dialer and net.ListenConfig
+// (Dialer.Dial, Dialer.DialContext and ListenConfig.Listen return
+// net.Conn and net.Listener, and Listener.Accept a net.Conn), and, as
+// net.TCPListener.AcceptTCP does, the methods suffixed RSocket return the
+// concrete types: Dialer.DialRSocket, ListenConfig.ListenRSocket,
+// Listener.AcceptRSocket. The package-level Dial and Listen are the
+// shortcuts for the zero Dialer and ListenConfig and return the concrete
+// *Conn and *Listener, as net.DialTCP and net.ListenTCP do; unlike net's,
+// they take a context first, because setting up an RDMA connection blocks
+// on rdma_cm's exchanges. Settings are Options (what a C program sets with
+// rsetsockopt), embedded in Dialer and ListenConfig, whose zero values are
+// librdmacm's defaults; what only a dial needs (LocalAddr, Timeout,
+// WaitForListener) is a field of Dialer, as in net.Dialer.
+//
+// # C programs under librspreload
+//
+// An unmodified socket program run with LD_PRELOAD=librspreload.so
+// speaks rsockets only on the sockets librspreload intercepts: a socket
+// opened with SOCK_CLOEXEC or SOCK_NONBLOCK in its type (CPython's
+// socket module, OpenBSD's nc) or a connection accepted with accept4
+// stays on TCP, silently. A Dial to such a server then finds nothing
+// listening on the port (an error matching cm.ErrNoListener, which says
+// so); run the server with a program that opens plain sockets, or serve
+// with this package.
+//
 // # The protocol
 //
 // rdma_cm sets up an RC connection (package cm); each side's connection

@@ -431,7 +431,6 @@ type rawPeer struct {
 	e    *fakeEnd
 	mem  *memory
 	cfg  config
-	wcs  [64]uverbs.WC
 	wrID uint64
 }
 

@@ -185,7 +185,7 @@ func TestLabKernelObjects(t *testing.T) {
 	if e.serves {
 		lc := ListenConfig{}
 		var err error
-		if l, err = lc.Listen(ctx, "tcp", e.Addr+":"+port); err != nil {
+		if l, err = lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port); err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
@@ -305,7 +305,7 @@ func TestLabKernelObjects(t *testing.T) {
 		}
 		goServer := func() error {
 			lc := ListenConfig{}
-			l, err := lc.Listen(ctx, "tcp", e.Addr+":"+port)
+			l, err := lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port)
 			if err != nil {
 				return err
 			}

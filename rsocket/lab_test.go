@@ -50,10 +50,11 @@ func labCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// dialRetry dials, retrying while nobody listens yet.
+// dialRetry dials, retrying while nobody listens yet (WaitForListener).
 func dialRetry(ctx context.Context, d *Dialer, addr string) (*Conn, error) {
-	return labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
-		func() (*Conn, error) { return d.Dial(ctx, "tcp", addr) })
+	w := *d
+	w.WaitForListener = true
+	return w.DialRSocket(ctx, "tcp", addr)
 }
 
 // runRefused runs the C client mk makes (a new command each time), again
@@ -93,7 +94,7 @@ func curlRefused(_ []byte, err error) bool {
 func listenLab(t *testing.T, ctx context.Context, e labEnv, port string, o Options) *Listener {
 	t.Helper()
 	lc := ListenConfig{Options: o}
-	l, err := lc.Listen(ctx, "tcp", e.Addr+":"+port)
+	l, err := lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port)
 	if err != nil {
 		t.Fatal(err)
 	}

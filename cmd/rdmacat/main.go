@@ -60,12 +60,12 @@ type rsocketNet struct{ o rsocket.Options }
 
 func (n rsocketNet) dial(ctx context.Context, addr string) (conn, error) {
 	d := rsocket.Dialer{Options: n.o}
-	return d.Dial(ctx, "tcp", addr)
+	return d.DialRSocket(ctx, "tcp", addr)
 }
 
 func (n rsocketNet) accept(ctx context.Context, addr string, listening func(net.Addr)) (conn, error) {
 	lc := rsocket.ListenConfig{Options: n.o, Backlog: 1}
-	l, err := lc.Listen(ctx, "tcp", addr)
+	l, err := lc.ListenRSocket(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

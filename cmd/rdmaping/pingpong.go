@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -136,18 +137,18 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 	logf("tcp: exchanging %d address(es) each way", n)
 	if c.client {
 		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), func(ctx context.Context, addr string) ([]uverbs.Dest, error) {
-			return oob.ClientN(ctx, addr, local, n)
+			return oob.ClientN(ctx, addr, local, n, nil)
 		})
 		if err != nil {
-			return err
+			return srqHint(err, c.srq > 0)
 		}
 		if err := connect(remote); err != nil {
 			return err
 		}
 	} else {
 		logf("tcp: waiting for the client's exchange on %v", ln.Addr())
-		if _, err := oob.ServerN(ctx, ln, local, n, connect); err != nil {
-			return err
+		if _, err := oob.ServerN(ctx, ln, local, n, connect, nil); err != nil {
+			return srqHint(err, c.srq > 0)
 		}
 	}
 	err = pp.Run(ctx)
@@ -162,3 +163,17 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 
 // abortWait bounds Pingpong.Abort's wait for the peer's refusal.
 const abortWait = 2 * time.Second
+
+// srqHint maps an exchange whose peer exchanges another number of
+// addresses (oob.ErrAddressCount) to the flag that fixes it: --srq when
+// the peer seems to be ibv_srq_pingpong, dropping it when it seems to run
+// a one-QP pingpong.
+func srqHint(err error, srq bool) error {
+	if !errors.Is(err, oob.ErrAddressCount) {
+		return err
+	}
+	if srq {
+		return fmt.Errorf("%w: drop --srq", err)
+	}
+	return fmt.Errorf("%w: give --srq", err)
+}

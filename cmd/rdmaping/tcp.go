@@ -197,7 +197,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 	logf("tcp: local LID %#x QPN %#x PSN %#x GID %v", local.LID, local.QPN, local.PSN, local.GID)
 	if c.client {
 		remote, err := exchangeRetry(ctx, hostPort(c.addr, c.port), func(ctx context.Context, addr string) (uverbs.Dest, error) {
-			return oob.Client(ctx, addr, local)
+			return oob.Client(ctx, addr, local, nil)
 		})
 		if err != nil {
 			return err
@@ -208,7 +208,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return demoPeer(d.Client(ctx), c.mode)
 	}
 	logf("tcp: waiting for the client's exchange on %v", ln.Addr())
-	if _, err := oob.Server(ctx, ln, local, connect); err != nil {
+	if _, err := oob.Server(ctx, ln, local, connect, nil); err != nil {
 		return err
 	}
 	return demoPeer(d.Server(ctx), c.mode)
