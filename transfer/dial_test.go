@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,8 +61,8 @@ func TestBurstOfSenders(t *testing.T) {
 	var once sync.Once
 	ln := transfertest.NewListener()
 	ln.Config.Faults.Message = func(_ int, msg []byte) transfertest.Fault {
-		if m, err := transfer.Decode(msg); err == nil {
-			if e, ok := m.(*transfer.ErrorMsg); ok && e.Code == transfer.CodeHandshakeBusy && refused.Add(1) >= n-hands {
+		if m, err := rdcp.Decode(msg); err == nil {
+			if e, ok := m.(*rdcp.ErrorMsg); ok && e.Code == rdcp.CodeHandshakeBusy && refused.Add(1) >= n-hands {
 				once.Do(func() { close(gate) })
 			}
 		}
@@ -177,24 +178,24 @@ func TestBusyForTheWholeWait(t *testing.T) {
 // away busy with handshakes before its HELLO; every other refusal ends
 // the send after one attempt, whatever the wait.
 func TestBusyNotRetried(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 4, SlotSize: tSlotSize}
+	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 4, SlotSize: tSlotSize}
 	for _, c := range []struct {
 		name string
 		// script is the receiver: what it sends after each message it
 		// takes (nil: send without waiting).
-		script []transfer.Message
+		script []rdcp.Message
 		// wantErr is the error DialSend returns; wantFile the file's.
 		wantErr, wantFile error
 	}{
-		{"at its connection limit", []transfer.Message{
-			&transfer.ErrorMsg{Code: transfer.CodeBusy, Text: "the receiver already serves 16 senders"},
+		{"at its connection limit", []rdcp.Message{
+			&rdcp.ErrorMsg{Code: rdcp.CodeBusy, Text: "the receiver already serves 16 senders"},
 		}, transfer.ErrBusy, nil},
-		{"busy with handshakes after its HELLO", []transfer.Message{
-			nil, hello, &transfer.ErrorMsg{Code: transfer.CodeHandshakeBusy, Text: "too late to say so"},
+		{"busy with handshakes after its HELLO", []rdcp.Message{
+			nil, hello, &rdcp.ErrorMsg{Code: rdcp.CodeHandshakeBusy, Text: "too late to say so"},
 		}, transfer.ErrHandshakeBusy, nil},
-		{"name written by another connection", []transfer.Message{
-			nil, hello, nil, &transfer.Result{ID: 1, Code: transfer.CodeBusy, Text: "another sender is writing f right now"},
-			nil, &transfer.Bye{},
+		{"name written by another connection", []rdcp.Message{
+			nil, hello, nil, &rdcp.Result{ID: 1, Code: rdcp.CodeBusy, Text: "another sender is writing f right now"},
+			nil, &rdcp.Bye{},
 		}, nil, transfer.ErrBusy},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -215,7 +216,7 @@ func TestBusyNotRetried(t *testing.T) {
 							}
 							continue
 						}
-						b, err := transfer.Encode(m)
+						b, err := rdcp.Encode(m)
 						if err == nil {
 							err = rt.Send(ctx, b)
 						}

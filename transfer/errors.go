@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"os"
 	"sync"
@@ -129,6 +130,30 @@ var (
 	// ErrTransportClosed means the local end was closed.
 	ErrTransportClosed = errors.New("transport closed")
 )
+
+// Window limits: Sender and Receiver Slots and SlotSize are checked against
+// them.
+const (
+	// MaxSlots is the most slots a window may have (the immediate of
+	// each write carries the slot index in 12 bits).
+	MaxSlots = 4096
+	// MaxSlotSize is the largest slot, in bytes.
+	MaxSlotSize = 64 << 20
+	// MaxWindow is the largest window (slots × slot size), in bytes.
+	MaxWindow = 1 << 30
+)
+
+// DigestSize is the size of FileResult.Digest (a SHA-256).
+const DigestSize = 32
+
+// fromWire turns the wire decoders' errors into *Error.
+func fromWire(err error) error {
+	var we *rdcp.Error
+	if errors.As(err, &we) {
+		return &Error{Code: Code(we.Code), Text: we.Text}
+	}
+	return err
+}
 
 func protoErrorf(format string, args ...any) *Error {
 	return &Error{Code: CodeProtocol, Text: fmt.Sprintf(format, args...)}

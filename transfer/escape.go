@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/rdmago/rdmago/internal/escape"
+import (
+	"github.com/rdmago/rdmago/internal/escape"
+)
 
 // Escape returns s fit to print on a terminal: every rune that is not
 // graphic (C0 and C1 controls such as newline, carriage return and ESC,

@@ -2,6 +2,7 @@ package transfer_test
 
 import (
 	"context"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,8 +41,8 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 		defer tr.Close()
 		p := &rawPeer{t: t, tr: tr, ctx: ctx}
 		if i%2 == 1 {
-			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK})
-			p.expect(transfer.MsgHello)
+			p.send(&rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Flags: rdcp.HelloPSK})
+			p.expect(rdcp.MsgHello)
 		}
 		silent = append(silent, p)
 		waitHandshakes(t, r, i+1)
@@ -57,7 +58,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	cctx, ccancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	m, err := (&rawPeer{t: t, tr: c, ctx: cctx}).recv()
 	ccancel()
-	if e, ok := m.(*transfer.ErrorMsg); err != nil || !ok || e.Code != transfer.CodeHandshakeBusy {
+	if e, ok := m.(*rdcp.ErrorMsg); err != nil || !ok || e.Code != rdcp.CodeHandshakeBusy {
 		// Admitted (no ERROR): only a machine so slow that the first
 		// silent peer was already past its grace may do that.
 		if time.Since(start) < transfer.DefaultHandshakeGrace {
@@ -77,7 +78,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 		t.Errorf("honest sender turned away %d times", rep.BusyRetries)
 	}
 	e := silent[0].errorMsg()
-	if e.Code != transfer.CodeHandshakeBusy || !strings.Contains(e.Text, "sent nothing for") || !strings.Contains(e.Text, "connect again") {
+	if e.Code != rdcp.CodeHandshakeBusy || !strings.Contains(e.Text, "sent nothing for") || !strings.Contains(e.Text, "connect again") {
 		t.Errorf("the oldest silent peer was told %v %q, want busy with handshakes: connect again", e.Code, e.Text)
 	}
 	if n := transfer.Handshakes(r); n != 3 {

@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/rdmago/rdmago/internal/sys"
+import (
+	"github.com/rdmago/rdmago/internal/sys"
+)
 
 // Hooks for the external tests (package transfer_test), which use
 // transfer/transfertest and so cannot be in package transfer.

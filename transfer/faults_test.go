@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	if exists(filepath.Join(dst, "f")) {
 		t.Fatal("final file exists after the sender was killed")
 	}
-	partial := filepath.Join(dst, transfer.PartialName("f"))
+	partial := filepath.Join(dst, rdcp.PartialName("f"))
 	fi, err := os.Stat(partial)
 	if err != nil {
 		t.Fatalf("no partial copy kept: %v", err)
@@ -117,7 +118,7 @@ func TestResumeEdgeCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-			dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): tc.partial})
+			dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): tc.partial})
 			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
@@ -153,7 +154,7 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 	if !strings.Contains(big.Err.Error(), "no space") {
 		t.Errorf("error does not say what happened: %v", big.Err)
 	}
-	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, transfer.PartialName("big"))) {
+	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, rdcp.PartialName("big"))) {
 		t.Error("something left under the final or partial name after ENOSPC")
 	}
 	if !o.srep.Files[1].Verified {
@@ -190,7 +191,7 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrDigest) {
 		t.Errorf("corrupt data: verified=%v err=%v, want ErrDigest", f.Verified, f.Err)
 	}
-	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, transfer.PartialName("f"))) {
+	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, rdcp.PartialName("f"))) {
 		t.Error("corrupt copy left behind")
 	}
 
@@ -236,7 +237,7 @@ func TestInjectedFaults(t *testing.T) {
 			name: "corrupted window key",
 			r: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 2 {
-					b[transfer.HeaderSize+12] ^= 0xff // rkey
+					b[rdcp.HeaderSize+12] ^= 0xff // rkey
 				}
 				return transfertest.Deliver
 			}}},
@@ -315,7 +316,7 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	r.IdleTimeout = 200 * time.Millisecond
 	// The sender's confirmation of a resume offset is held back forever: the
 	// receiver waits for it and gives up.
-	tree(t, dst, map[string][]byte{transfer.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
+	tree(t, dst, map[string][]byte{rdcp.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
 	s := &transfer.Sender{Resume: true, IdleTimeout: 5 * time.Second}
 	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, transfertest.Config{})
 	if !errors.Is(o.rerr, transfer.ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
@@ -382,7 +383,7 @@ func TestSenderCancelled(t *testing.T) {
 	if exists(filepath.Join(dst, "f")) {
 		t.Error("final file exists")
 	}
-	if !exists(filepath.Join(dst, transfer.PartialName("f"))) {
+	if !exists(filepath.Join(dst, rdcp.PartialName("f"))) {
 		t.Error("partial copy not kept for --resume")
 	}
 }

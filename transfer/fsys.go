@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/rdmago/rdmago/internal/sys"
+import (
+	"github.com/rdmago/rdmago/internal/sys"
+)
 
 // umask is the process's file mode creation mask (022 where it cannot be
 // read), which the receiver applies to the sender's mode.

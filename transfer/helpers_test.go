@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -138,7 +139,7 @@ func sameTree(t *testing.T, src, dst string) {
 func noPartials(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, transfer.PartialSuffix) {
+		if err == nil && strings.HasSuffix(p, rdcp.PartialSuffix) {
 			t.Errorf("partial copy left: %s", p)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"io"
 	"os"
 	"runtime"
@@ -82,13 +83,13 @@ func (p *chunkPool) run(j *chunkJob) {
 			return
 		}
 		if j.crc {
-			j.sum = CRC32C(j.buf[:j.n])
+			j.sum = rdcp.CRC32C(j.buf[:j.n])
 			binary.BigEndian.PutUint32(j.buf[j.n:], j.sum)
 		}
 		return
 	}
 	if j.crc {
-		j.sum = CRC32C(j.buf[:j.n])
+		j.sum = rdcp.CRC32C(j.buf[:j.n])
 		if j.sum != binary.BigEndian.Uint32(j.buf[j.n:]) {
 			j.bad = true
 			return

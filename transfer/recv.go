@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"hash"
 	"io"
 	"io/fs"
@@ -391,12 +392,12 @@ func (rc *recvConn) run(ctx context.Context) error {
 			return err
 		}
 		switch m := m.(type) {
-		case *File:
+		case *rdcp.File:
 			if err := rc.file(ctx, m); err != nil {
 				return err
 			}
-		case *Bye:
-			return rc.c.send(ctx, &Bye{})
+		case *rdcp.Bye:
+			return rc.c.send(ctx, &rdcp.Bye{})
 		default:
 			return unexpected(m, "while waiting for FILE or BYE")
 		}
@@ -409,16 +410,16 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		return err
 	}
 	rc.hand.last.Store(time.Now().UnixNano())
-	if hs.Role != RoleSender {
+	if hs.Role != rdcp.RoleSender {
 		return protoErrorf("HELLO from a %v: the connecting end must be a sender", hs.Role)
 	}
-	if hs.MinVersion > ProtocolVersion || hs.MaxVersion < ProtocolVersion {
+	if hs.MinVersion > rdcp.ProtocolVersion || hs.MaxVersion < rdcp.ProtocolVersion {
 		return versionError(hs)
 	}
 	if hs.Verify != 0 {
 		return protoErrorf("HELLO from a sender with verification %v: the receiver's policy decides (the sender's must be 0)", hs.Verify)
 	}
-	if rc.r.PSK != nil && hs.Flags&HelloPSK == 0 {
+	if rc.r.PSK != nil && hs.Flags&rdcp.HelloPSK == 0 {
 		return &Error{Code: CodeAuthRequired, Text: "this receiver requires a pre-shared key: run the sender with --psk-file"}
 	}
 	rc.slots = min(rc.r.slots(), rc.c.t.MaxSlots(), MaxSlots)
@@ -435,8 +436,8 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 	if rc.slots < 1 || rc.slots*rc.slotSize > MaxWindow {
 		return &Error{Code: CodeInternal, Text: fmt.Sprintf("receiver window %d×%d is unusable", rc.slots, rc.slotSize)}
 	}
-	hr := &Hello{Role: RoleReceiver, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
-		Verify: rc.r.Verify.or(), Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
+	hr := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion,
+		Verify: rdcp.Verify(rc.r.Verify.or()), Slots: uint32(rc.slots), SlotSize: uint32(rc.slotSize)}
 	helloR, err := rc.c.sendHello(ctx, hr, rc.r.PSK)
 	if err != nil {
 		return err
@@ -449,7 +450,7 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		"the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"); err != nil {
 		return err
 	}
-	if err := rc.c.send(ctx, &Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)}); err != nil {
+	if err := rc.c.send(ctx, &rdcp.Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)}); err != nil {
 		return err
 	}
 	rc.c.bind(rc.r.PSK, helloS, helloR, false)
@@ -458,16 +459,16 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 
 // versionError is the refusal of a sender's HELLO whose versions do not
 // include this receiver's, saying which end to upgrade.
-func versionError(hs *Hello) error {
+func versionError(hs *rdcp.Hello) error {
 	speaks := fmt.Sprintf("protocol version %d", hs.MinVersion)
 	if hs.MinVersion != hs.MaxVersion {
 		speaks = fmt.Sprintf("protocol versions %d..%d", hs.MinVersion, hs.MaxVersion)
 	}
 	what := "the sender"
-	if hs.MinVersion > ProtocolVersion {
+	if hs.MinVersion > rdcp.ProtocolVersion {
 		what = "the receiver"
 	}
-	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks %s, this receiver %d: use matching rdmacp versions (upgrade rdmacp on %s)", speaks, ProtocolVersion, what)}
+	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the sender speaks %s, this receiver %d: use matching rdmacp versions (upgrade rdmacp on %s)", speaks, rdcp.ProtocolVersion, what)}
 }
 
 func (r *Receiver) lock(name string) bool {
@@ -491,7 +492,7 @@ func (r *Receiver) unlock(name string) {
 
 // recvFile is the state of one transfer.
 type recvFile struct {
-	m        *File
+	m        *rdcp.File
 	res      FileResult
 	f        *os.File
 	partial  string
@@ -503,7 +504,7 @@ type recvFile struct {
 
 // file handles one FILE. It returns only fatal errors; everything about the
 // file itself goes into its RESULT.
-func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
+func (rc *recvConn) file(ctx context.Context, m *rdcp.File) (err error) {
 	if m.ID <= rc.lastID {
 		return protoErrorf("FILE with transfer id %d after %d: ids must increase", m.ID, rc.lastID)
 	}
@@ -512,8 +513,8 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	if rc.nfiles > rc.r.maxFiles() {
 		return &Error{Code: CodeTooMany, Text: fmt.Sprintf("more than %d files on one connection: send the rest on another", rc.r.maxFiles())}
 	}
-	x := &recvFile{m: m, start: time.Now(), partial: PartialName(m.Name), keep: -1,
-		res: FileResult{ID: m.ID, Name: m.Name, Kind: m.Kind, Size: int64(m.Size)}}
+	x := &recvFile{m: m, start: time.Now(), partial: rdcp.PartialName(m.Name), keep: -1,
+		res: FileResult{ID: m.ID, Name: m.Name, Kind: Kind(m.Kind), Size: int64(m.Size)}}
 	defer func() {
 		if x.f != nil {
 			// Cut short (connection broken, fatal error): keep the partial
@@ -540,7 +541,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	}
 	defer rc.r.unlock(m.Name)
 
-	if m.Kind == KindDir {
+	if m.Kind == rdcp.KindDir {
 		if err := rc.root.MkdirAll(m.Name, fs.FileMode(m.Mode&0o777|0o700)); err != nil {
 			return rc.rejectErr(ctx, x, "create directory", err)
 		}
@@ -570,9 +571,9 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 	x.sum = newFileSum(rc.r.Verify)
 
 	// Resume: offer the partial copy's length and checksum.
-	var offer ResumeOffset
+	var offer rdcp.ResumeOffset
 	offer.ID = m.ID
-	if m.Flags&FileResume != 0 {
+	if m.Flags&rdcp.FileResume != 0 {
 		if off, d, err := rc.rehash(ctx, f, int64(m.Size), x.sum); err == nil && off > 0 {
 			offer.Offset = uint64(off)
 			offer.Digest = d
@@ -593,7 +594,7 @@ func (rc *recvConn) file(ctx context.Context, m *File) (err error) {
 		if err != nil {
 			return err
 		}
-		ro, ok := mm.(*ResumeOffset)
+		ro, ok := mm.(*rdcp.ResumeOffset)
 		switch {
 		case !ok:
 			return unexpected(mm, fmt.Sprintf("while waiting for the sender's RESUME-OFFSET of transfer %d", m.ID))
@@ -638,14 +639,14 @@ func (rc *recvConn) rehash(ctx context.Context, f *os.File, size int64, sum *fil
 	}
 	bufs := make([][]byte, poolWorkers(rc.slots))
 	for i := range bufs {
-		bufs[i] = make([]byte, prefixPiece+ChunkCRCSize)
+		bufs[i] = make([]byte, prefixPiece+rdcp.ChunkCRCSize)
 	}
 	crc, err := prefixCRC(ctx, rc.c, rc.chunkPool(), f, 0, n, bufs)
 	if err != nil {
 		return 0, d, err
 	}
 	sum.crc = crc
-	return n, CRCDigest(crc), nil
+	return n, rdcp.CRCDigest(crc), nil
 }
 
 // hashPrefix hashes the first n bytes of r into h, sending KEEPALIVEs on c
@@ -699,8 +700,8 @@ type recvXfer struct {
 	hash        *asyncHash // VerifySHA256 with large chunks and CPUs to spare
 	resends     int        // slots in slotResend
 	failed      bool
-	werr        error // the write that failed
-	pendingDone *Done // DONE came while chunks were asked for again
+	werr        error      // the write that failed
+	pendingDone *rdcp.Done // DONE came while chunks were asked for again
 }
 
 func (t *recvXfer) chunkLen(k uint64) int64 {
@@ -721,7 +722,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		if err != nil {
 			return err
 		}
-		d, ok := mm.(*Done)
+		d, ok := mm.(*rdcp.Done)
 		if !ok || d.ID != m.ID {
 			return unexpected(mm, fmt.Sprintf("while waiting for DONE of transfer %d", m.ID))
 		}
@@ -734,7 +735,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 	chunks := uint64((remaining + slotSize - 1) / slotSize)
 	slots := min(uint64(rc.slots), chunks)
 	v := rc.r.Verify.or()
-	stride := int64(v.Stride(int(slotSize)))
+	stride := int64(v.stride(int(slotSize)))
 	win, rerr := rc.c.t.Register(int(slots)*int(stride), true)
 	if rerr != nil {
 		return rc.reject(ctx, x, CodeInternal, "cannot register a %d-byte window for %s: %v", int(slots)*int(stride), m.Name, rerr)
@@ -759,7 +760,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		win.Close()
 	}()
 	rem := win.Remote()
-	if err := rc.c.send(ctx, &Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
+	if err := rc.c.send(ctx, &rdcp.Window{ID: m.ID, Slots: uint32(slots), SlotSize: uint32(slotSize), RKey: rem.RKey, Addr: rem.Addr}); err != nil {
 		return err
 	}
 	mem := win.Bytes()
@@ -802,7 +803,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 		// Receive; while the pool works, only what is there already, and
 		// else take in a finished chunk (whose credit may be what the
 		// sender waits for).
-		var mm Message
+		var mm rdcp.Message
 		var a Arrival
 		if p.n > 0 {
 			var ok bool
@@ -819,7 +820,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 			return err
 		}
 		if mm != nil {
-			d, ok := mm.(*Done)
+			d, ok := mm.(*rdcp.Done)
 			if !ok || d.ID != m.ID || t.pendingDone != nil {
 				return unexpected(mm, fmt.Sprintf("during the data of transfer %d", m.ID))
 			}
@@ -828,7 +829,7 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 					return err
 				}
 			}
-			if t.resends > 0 && !t.failed && d.Flags&DoneAborted == 0 && t.next == chunks {
+			if t.resends > 0 && !t.failed && d.Flags&rdcp.DoneAborted == 0 && t.next == chunks {
 				t.pendingDone = d // the chunks asked for again follow
 				continue
 			}
@@ -836,16 +837,16 @@ func (rc *recvConn) data(ctx context.Context, x *recvFile, pos int64) (err error
 			rc.hashed(t)
 			return rc.done(ctx, x, d, chunks, t.next, t.failed)
 		}
-		slot, seq := DecodeImm(a.Imm)
+		slot, seq := rdcp.DecodeImm(a.Imm)
 		var k uint64
 		s := uint64(slot)
 		switch {
-		case s < slots && rc.state[s] == slotResend && seq == uint32(rc.chunkOf[s]&immSeqMask):
+		case s < slots && rc.state[s] == slotResend && seq == uint32(rc.chunkOf[s]&rdcp.ImmSeqMask):
 			k = rc.chunkOf[s] // a chunk asked for again
 		case t.next >= chunks:
 			return protoErrorf("data write beyond the %d chunks of transfer %d", chunks, m.ID)
-		case s != t.next%slots || seq != uint32(t.next&immSeqMask) || t.next-t.credited >= slots:
-			return protoErrorf("data write to slot %d with sequence %d, expected slot %d sequence %d", slot, seq, t.next%slots, t.next&immSeqMask)
+		case s != t.next%slots || seq != uint32(t.next&rdcp.ImmSeqMask) || t.next-t.credited >= slots:
+			return protoErrorf("data write to slot %d with sequence %d, expected slot %d sequence %d", slot, seq, t.next%slots, t.next&rdcp.ImmSeqMask)
 		default:
 			k = t.next
 		}
@@ -902,7 +903,7 @@ func (rc *recvConn) chunkPool() *chunkPool {
 		rc.pool = newChunkPool(rc, n)
 		rc.copies = make([][]byte, 0, n)
 		for range n {
-			rc.copies = append(rc.copies, make([]byte, rc.slotSize+ChunkCRCSize))
+			rc.copies = append(rc.copies, make([]byte, rc.slotSize+rdcp.ChunkCRCSize))
 		}
 	}
 	return rc.pool
@@ -1015,14 +1016,14 @@ func (rc *recvConn) finish(ctx context.Context, t *recvXfer, j chunkJob) error {
 		return rc.rejectErr(ctx, x, "write", t.werr)
 	case j.bad && rc.state[s] == slotResend:
 		x.res.Resent++
-		if rc.tries[s] > MaxChunkResends {
+		if rc.tries[s] > rdcp.MaxChunkResends {
 			rc.state[s] = slotFree // not asked for again
 			t.resends--
 			t.failed = true
 			rc.dropFile(t)
 			return rc.reject(ctx, x, CodeDigest, "chunk %d of %s failed its CRC32C %d times in a row: the data is corrupted on the way (or by the sender); the copy was removed", j.seq, x.m.Name, rc.tries[s])
 		}
-		return rc.c.send(ctx, &Resend{ID: x.m.ID, Chunk: j.seq})
+		return rc.c.send(ctx, &rdcp.Resend{ID: x.m.ID, Chunk: j.seq})
 	}
 	return nil
 }
@@ -1035,7 +1036,7 @@ func (rc *recvConn) credit(ctx context.Context, t *recvXfer) error {
 		return nil
 	}
 	t.credited = t.base
-	return rc.c.send(ctx, &Credit{ID: t.x.m.ID, Consumed: t.base})
+	return rc.c.send(ctx, &rdcp.Credit{ID: t.x.m.ID, Consumed: t.base})
 }
 
 // dropFile removes the partial copy of a failed transfer once the pool has
@@ -1067,12 +1068,12 @@ func (rc *recvConn) discard(x *recvFile) {
 }
 
 // done verifies and commits after DONE.
-func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, consumed uint64, failed bool) error {
+func (rc *recvConn) done(ctx context.Context, x *recvFile, d *rdcp.Done, chunks, consumed uint64, failed bool) error {
 	m := x.m
 	if failed {
 		return nil // RESULT already sent
 	}
-	if d.Flags&DoneAborted != 0 {
+	if d.Flags&rdcp.DoneAborted != 0 {
 		if x.keep >= 0 {
 			x.f.Truncate(x.keep)
 		}
@@ -1086,7 +1087,7 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *Done, chunks, cons
 	if got := x.res.wireDigest(); got != d.Digest {
 		rc.discard(x)
 		if x.res.Verify == VerifyCRC32C {
-			want := crcOfDigest(d.Digest)
+			want := rdcp.CRCOfDigest(d.Digest)
 			return rc.reject(ctx, x, CodeDigest, "%s arrived with CRC32C %08x, the sender's is %08x; the copy was removed: send it again", m.Name, x.res.CRC32C, want)
 		}
 		return rc.reject(ctx, x, CodeDigest, "%s arrived with SHA-256 %x, the sender's is %x; the copy was removed: send it again", m.Name, got, d.Digest)
@@ -1181,7 +1182,7 @@ func (rc *recvConn) result(ctx context.Context, x *recvFile, code Code, text str
 	}
 	x.res.Verified = code == CodeOK
 	rc.report(x)
-	return rc.c.send(ctx, &Result{ID: x.m.ID, Code: code, Digest: x.res.wireDigest(), Text: truncText(text)})
+	return rc.c.send(ctx, &rdcp.Result{ID: x.m.ID, Code: rdcp.Code(code), Digest: x.res.wireDigest(), Text: rdcp.TruncText(text)})
 }
 
 func (rc *recvConn) reject(ctx context.Context, x *recvFile, code Code, format string, args ...any) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,11 +22,11 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	victim := filepath.Join(outside, "victim")
 	os.WriteFile(victim, []byte("precious"), 0o644)
 	dst := t.TempDir()
-	os.Symlink(outside, filepath.Join(dst, "abs"))                                           // absolute link out
-	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))                      // relative link out (if siblings)
-	os.Symlink(victim, filepath.Join(dst, transfer.PartialName("p")))                        // a planted partial
-	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, transfer.PartialName("q"))) // a planted dangling partial
-	os.Symlink(victim, filepath.Join(dst, "victimlink"))                                     // final name is a link out
+	os.Symlink(outside, filepath.Join(dst, "abs"))                                       // absolute link out
+	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))                  // relative link out (if siblings)
+	os.Symlink(victim, filepath.Join(dst, rdcp.PartialName("p")))                        // a planted partial
+	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, rdcp.PartialName("q"))) // a planted dangling partial
+	os.Symlink(victim, filepath.Join(dst, "victimlink"))                                 // final name is a link out
 
 	src := tree(t, t.TempDir(), map[string][]byte{
 		"abs/x": []byte("via abs"), "rel/x": []byte("via rel"), "p": []byte("p data"), "q": []byte("q data"),
@@ -84,9 +85,9 @@ func TestPSK(t *testing.T) {
 			r := smallReceiver(dst)
 			r.PSK = tc.recv
 			// Record every control message the receiver sends.
-			var sent []transfer.MsgType
+			var sent []rdcp.MsgType
 			rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
-				if m, err := transfer.Decode(b); err == nil {
+				if m, err := rdcp.Decode(b); err == nil {
 					sent = append(sent, m.Type())
 				}
 				return transfertest.Deliver
@@ -104,7 +105,7 @@ func TestPSK(t *testing.T) {
 			}
 			// Refused before any memory was exposed or any file touched.
 			for _, m := range sent {
-				if m == transfer.MsgWindow || m == transfer.MsgResumeOffset {
+				if m == rdcp.MsgWindow || m == rdcp.MsgResumeOffset {
 					t.Errorf("receiver sent %v without authentication (sent %v)", m, sent)
 				}
 			}
@@ -131,11 +132,11 @@ func TestSenderRefusesImpostor(t *testing.T) {
 		_, err := (&transfer.Sender{PSK: []byte("0123456789abcdef")}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
 		errc <- err
 	}()
-	p.expect(transfer.MsgHello)
-	p.send(&transfer.Hello{Role: transfer.RoleReceiver, Flags: transfer.HelloPSK, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096})
-	p.expect(transfer.MsgAuth)
-	p.send(&transfer.Auth{}) // a guess
-	if e := p.errorMsg(); e.Code != transfer.CodeAuthFailed {
+	p.expect(rdcp.MsgHello)
+	p.send(&rdcp.Hello{Role: rdcp.RoleReceiver, Flags: rdcp.HelloPSK, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 1, SlotSize: 4096})
+	p.expect(rdcp.MsgAuth)
+	p.send(&rdcp.Auth{}) // a guess
+	if e := p.errorMsg(); e.Code != rdcp.CodeAuthFailed {
 		t.Errorf("sender's ERROR %v, want auth failed", e.Code)
 	}
 	if err := <-errc; !errors.Is(err, transfer.ErrAuthFailed) {
@@ -242,7 +243,7 @@ func TestMaxConns(t *testing.T) {
 	b, _ := ln.Dial(ctx, transfertest.Config{})
 	defer b.Close()
 	pb := &rawPeer{t: t, tr: b, ctx: ctx}
-	if e := pb.errorMsg(); e.Code != transfer.CodeBusy {
+	if e := pb.errorMsg(); e.Code != rdcp.CodeBusy {
 		t.Errorf("second connection: %v %q, want busy", e.Code, e.Text)
 	}
 }
@@ -259,7 +260,7 @@ func TestLimits(t *testing.T) {
 	if !o.srep.Files[0].Verified || !errors.Is(o.srep.Files[1].Err, transfer.ErrTooLarge) {
 		t.Errorf("size limit: %v / %v", o.srep.Files[0].Err, o.srep.Files[1].Err)
 	}
-	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, transfer.PartialName("b"))) {
+	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, rdcp.PartialName("b"))) {
 		t.Error("oversized file left something")
 	}
 
@@ -285,7 +286,7 @@ func TestWindowNegotiation(t *testing.T) {
 	}
 	allVerified(t, o.srep, 1)
 	// Each slot holds a chunk of 8192 bytes and its CRC32C.
-	slot := transfer.VerifyCRC32C.Stride(8192)
+	slot := rdcp.Stride(rdcp.VerifyCRC32C, 8192)
 	if _, peak, _ := o.rT.Registered(); peak != 2*slot {
 		t.Errorf("receiver window peak %d, want 2×%d", peak, slot)
 	}

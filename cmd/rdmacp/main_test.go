@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,7 @@ func testSendRecvOnce(t *testing.T, verify string) {
 			t.Errorf("big: sha256 %q crc32c %q, want sha256 %s only", bigSum.SHA256, bigSum.CRC32C, want)
 		}
 	case "crc32c":
-		if want := fmt.Sprintf("%08x", transfer.CRC32C(big)); bigSum.CRC32C != want || bigSum.SHA256 != "" {
+		if want := fmt.Sprintf("%08x", rdcp.CRC32C(big)); bigSum.CRC32C != want || bigSum.SHA256 != "" {
 			t.Errorf("big: crc32c %q sha256 %q, want crc32c %s only", bigSum.CRC32C, bigSum.SHA256, want)
 		}
 	case "none":
@@ -309,7 +310,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := transfer.Append(nil, &transfer.ErrorMsg{Code: transfer.CodeIO, Text: forged})
+	msg, err := rdcp.Append(nil, &rdcp.ErrorMsg{Code: rdcp.CodeIO, Text: forged})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,15 +395,15 @@ func TestSendBusyReceiver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hello, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK,
-		MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	hello, _ := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: rdcp.HelloPSK,
+		MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 	if err := holder.Send(ctx, hello); err != nil {
 		t.Fatal(err)
 	}
 	// The receiver's HELLO says the holder was let in: it holds the cap.
 	if a, err := holder.Receive(ctx); err != nil {
 		t.Fatal(err)
-	} else if m, err := transfer.Decode(a.Msg); err != nil || m.Type() != transfer.MsgHello {
+	} else if m, err := rdcp.Decode(a.Msg); err != nil || m.Type() != rdcp.MsgHello {
 		t.Fatalf("holder got %v (%v), want HELLO", m, err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,7 +230,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 	}
 	// Silent peers: connected; every other one sends a HELLO asking for
 	// the key's handshake, then nothing.
-	hello, err := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	hello, err := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: rdcp.HelloPSK, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -69,7 +70,7 @@ func checkLabFiles(t *testing.T, dst string) {
 		if want := labContent(name, n); !bytes.Equal(b, want) {
 			t.Errorf("%s: %d bytes with SHA-256 %x, want %d bytes with %x", name, len(b), sha256.Sum256(b), n, sha256.Sum256(want))
 		}
-		if _, err := os.Stat(filepath.Join(dst, transfer.PartialName(name))); err == nil {
+		if _, err := os.Stat(filepath.Join(dst, rdcp.PartialName(name))); err == nil {
 			t.Errorf("%s: partial copy left", name)
 		}
 	}
@@ -268,7 +269,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, "f")); err == nil {
 		t.Fatal("final file exists after the sender was killed")
 	}
-	fi, err := os.Stat(filepath.Join(dst, transfer.PartialName("f")))
+	fi, err := os.Stat(filepath.Join(dst, rdcp.PartialName("f")))
 	if err != nil || fi.Size() == 0 {
 		t.Fatalf("no partial copy: %v", err)
 	}
