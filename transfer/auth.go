@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -9,8 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/internal/rdcp"
-	"os"
 )
 
 // MinPSKLen is the shortest pre-shared key accepted, in bytes.
@@ -46,22 +45,6 @@ func hmacSHA256(key []byte, parts ...[]byte) [rdcp.MACSize]byte {
 	var out [rdcp.MACSize]byte
 	m.Sum(out[:0])
 	return out
-}
-
-// ReadPSKFile reads a pre-shared key: the file's bytes less one trailing
-// newline (so `head -c 32 /dev/urandom | base64 > key` works). Both ends
-// must use the same key.
-func ReadPSKFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read pre-shared key: %w", err)
-	}
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	b = bytes.TrimSuffix(b, []byte("\r"))
-	if len(b) < MinPSKLen {
-		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), MinPSKLen, path)
-	}
-	return b, nil
 }
 
 // sendHello sends h with a fresh nonce, flagged HelloPSK when psk is set,
@@ -107,7 +90,7 @@ func readText(b []byte) string {
 	if n > show {
 		b, more = b[:show], "..."
 	}
-	return fmt.Sprintf("%d bytes: \"%s\"%s", n, Escape(string(b)), more)
+	return fmt.Sprintf("%d bytes: \"%s\"%s", n, escape.Text(string(b)), more)
 }
 
 // recvAuth waits for the peer's AUTH and checks its MAC, made with label

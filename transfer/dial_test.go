@@ -160,7 +160,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	// Pauses of 25 ms and more (RetryDelay) allow at most 13 attempts in
+	// Pauses of 25 ms and more (retry.Delay) allow at most 13 attempts in
 	// 300 ms; a slow machine makes fewer, never more.
 	a := int(attempts.Load())
 	if a < 2 || a > 13 || rep.BusyRetries != a-1 || len(rep.Files) != 0 {

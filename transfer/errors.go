@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"os"
@@ -73,7 +74,7 @@ type Error struct {
 	Remote bool
 }
 
-// Error says what happened; the text is escaped (Escape): it may come from
+// Error says what happened; the text is escaped: it may come from
 // the peer.
 func (e *Error) Error() string {
 	where := ""
@@ -83,7 +84,7 @@ func (e *Error) Error() string {
 	if e.Text == "" {
 		return where + e.Code.String()
 	}
-	return where + e.Code.String() + ": " + Escape(e.Text)
+	return where + e.Code.String() + ": " + escape.Text(e.Text)
 }
 
 // Is matches any *Error with the same Code.

@@ -2,8 +2,6 @@
 
 package transfer
 
-import "github.com/rdmago/rdmago/internal/rdcp"
-
 // oNoFollow is 0 on Windows, which has no O_NOFOLLOW: there os.Root opens
 // every path with O_NOFOLLOW_ANY, refusing symbolic links in any component.
 const oNoFollow = 0

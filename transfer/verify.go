@@ -42,16 +42,6 @@ func (v Verify) String() string {
 	return fmt.Sprintf("verify %d", uint8(v))
 }
 
-// ParseVerify parses crc32c, sha256 or none.
-func ParseVerify(s string) (Verify, error) {
-	for v, name := range verifyNames {
-		if name != "" && name == s {
-			return Verify(v), nil
-		}
-	}
-	return 0, fmt.Errorf("verification %q: want crc32c (the default), sha256 or none", s)
-}
-
 func (v Verify) or() Verify {
 	if v == 0 {
 		return VerifyCRC32C

@@ -35,7 +35,7 @@ type memNet struct {
 
 func newMemNet() *memNet { return &memNet{ready: make(chan struct{})} }
 
-func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error) {
+func (n *memNet) Listen(ctx context.Context, addr string, cfg *rdma.Options) (transfer.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ln = transfertest.NewListener()
@@ -44,7 +44,7 @@ func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (tran
 	return n.ln, nil
 }
 
-func (n *memNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc {
+func (n *memNet) Dialer(addr string, cfg *rdma.Options) transfer.DialFunc {
 	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
 		if n.failDial != nil {
 			return nil, 3, n.failDial

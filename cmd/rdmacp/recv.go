@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/escape"
 	"io"
 	"os"
 	"sync"
@@ -53,7 +54,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		fmt.Fprintf(stderr, "rdmacp recv: %v\n", err)
 		return 2
 	}
-	v, err := transfer.ParseVerify(*verify)
+	v, err := parseVerify(*verify)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmacp recv: --verify: %v\n", err)
 		return 2
@@ -73,7 +74,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
 		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle, Verify: v}
-	ln, err := nw.Listen(ctx, rdma.WithDefaultPort(*listen), c.rdmaConfig(stderr))
+	ln, err := nw.Listen(ctx, withDefaultPort(*listen), c.rdmaOptions(stderr))
 	if err != nil {
 		report(stderr, "", err, *listen)
 		return 1
@@ -144,14 +145,14 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 	s.PeakRSS = peakRSS()
 	from := "a sender"
 	if s.Peer != "" {
-		from = transfer.Escape(s.Peer)
+		from = escape.Text(s.Peer)
 	}
 	if err != nil {
 		s.Error = err.Error()
 		// The error may carry the peer's text: escaped.
-		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, transfer.Escape(err.Error()))
+		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, escape.Text(err.Error()))
 		if h := hint(err, from); h != "" && !errors.Is(err, transfer.ErrProtocol) {
-			fmt.Fprintf(stderr, "rdmacp:   %s\n", transfer.Escape(h))
+			fmt.Fprintf(stderr, "rdmacp:   %s\n", escape.Text(h))
 		}
 	}
 	if !c.quiet {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rdmago/rdmago/internal/escape"
 	"io"
 	"time"
 
@@ -46,12 +47,12 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	var least transfer.Verify
 	if *verify != "" {
-		if least, err = transfer.ParseVerify(*verify); err != nil {
+		if least, err = parseVerify(*verify); err != nil {
 			fmt.Fprintf(stderr, "rdmacp send: --verify: %v\n", err)
 			return 2
 		}
 	}
-	peer := rdma.WithDefaultPort(pos[len(pos)-1])
+	peer := withDefaultPort(pos[len(pos)-1])
 	paths := pos[:len(pos)-1]
 	sum := &sendSummary{Peer: peer, Files: []fileSummary{}}
 	fail := func(err error) int {
@@ -76,7 +77,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		}
 	}
 
-	dial := nw.Dialer(peer, c.rdmaConfig(stderr))
+	dial := nw.Dialer(peer, c.rdmaOptions(stderr))
 	if c.verbose {
 		dial = closeReported(dial, stderr)
 	}
@@ -145,12 +146,12 @@ func (t reportClose) Close() error {
 // Names and error texts may come from the peer: they are escaped.
 func report(w io.Writer, name string, err error, peer string) {
 	if name != "" {
-		fmt.Fprintf(w, "rdmacp: %s: %s\n", transfer.Escape(name), transfer.Escape(err.Error()))
+		fmt.Fprintf(w, "rdmacp: %s: %s\n", escape.Text(name), escape.Text(err.Error()))
 	} else {
-		fmt.Fprintf(w, "rdmacp: %s\n", transfer.Escape(err.Error()))
+		fmt.Fprintf(w, "rdmacp: %s\n", escape.Text(err.Error()))
 	}
 	if h := hint(err, peer); h != "" {
-		fmt.Fprintf(w, "rdmacp:   %s\n", transfer.Escape(h))
+		fmt.Fprintf(w, "rdmacp:   %s\n", escape.Text(h))
 	}
 }
 

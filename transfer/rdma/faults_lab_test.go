@@ -41,10 +41,10 @@ type serving struct {
 	notify chan struct{}
 }
 
-func serve(t *testing.T, ctx context.Context, port int, cfg Config, r *transfer.Receiver) *serving {
+func serve(t *testing.T, ctx context.Context, port int, cfg Options, r *transfer.Receiver) *serving {
 	t.Helper()
 	env := labtest.Require(t)
-	ln, err := Listen(ctx, addr(env.Addr, port), cfg)
+	ln, err := Listen(ctx, addr(env.Addr, port), &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func sendFile(ctx context.Context, a string, s *transfer.Sender, path string) (*
 	if err != nil {
 		return nil, err
 	}
-	return s.DialSend(ctx, Dialer(a, Config{}), 10*time.Second, items)
+	return s.DialSend(ctx, Dialer(a, &Options{}), 10*time.Second, items)
 }
 
 // TestLabSenderKilledAtRandomPoints kills the sending end (context
@@ -139,7 +139,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 	const port = 18640
 	a := addr(env.Addr, port)
 	dst := t.TempDir()
-	srv := serve(t, ctx, port, Config{}, &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 4 << 10, IdleTimeout: 20 * time.Second})
+	srv := serve(t, ctx, port, Options{}, &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 4 << 10, IdleTimeout: 20 * time.Second})
 	src := t.TempDir()
 	const size = 96 << 10 // 24 chunks of 4 KiB: many places to die
 	data := labContent("killed", size)
@@ -162,7 +162,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 				}
 			}
 		}
-		tr, _, err := DialRetry(sctx, a, Config{}, 10*time.Second)
+		tr, _, err := dialRetry(sctx, a, Options{}, 10*time.Second)
 		if err != nil {
 			t.Fatalf("trial %d: dial: %v", trial, err)
 		}
@@ -248,7 +248,7 @@ func TestLabDiskFull(t *testing.T) {
 	}
 	defer unix.Unmount(dst, unix.MNT_DETACH)
 	const port = 18641
-	srv := serve(t, ctx, port, Config{}, labReceiver(dst))
+	srv := serve(t, ctx, port, Options{}, labReceiver(dst))
 	a := addr(env.Addr, port)
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "big"), labContent("big", 2<<20), 0o600); err != nil {
@@ -302,7 +302,7 @@ func TestLabSixteenSenders(t *testing.T) {
 	dst := t.TempDir()
 	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands,
 		Verify: transfer.VerifySHA256} // the senders' digests are checked against SHA-256 below
-	srv := serve(t, ctx, port, Config{MaxSlots: 4}, r)
+	srv := serve(t, ctx, port, Options{MaxSlots: 4}, r)
 	a := addr(env.Addr, port)
 	gate := make(chan struct{})
 	go func() {
@@ -314,7 +314,7 @@ func TestLabSixteenSenders(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	dial := Dialer(a, Config{MaxSlots: 4})
+	dial := Dialer(a, &Options{MaxSlots: 4})
 	gated := func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
 		tr, retries, err := dial(ctx, wait)
 		if err != nil {
@@ -451,11 +451,11 @@ func TestLabMalformedPeers(t *testing.T) {
 	defer cancel()
 	const port, pskPort = 18643, 18644
 	dst := t.TempDir()
-	srv := serve(t, ctx, port, Config{}, labReceiver(dst))
+	srv := serve(t, ctx, port, Options{}, labReceiver(dst))
 	key := []byte("the receiver's key, 32 bytes ..")
 	pr := labReceiver(dst)
 	pr.PSK = key
-	psrv := serve(t, ctx, pskPort, Config{}, pr)
+	psrv := serve(t, ctx, pskPort, Options{}, pr)
 
 	hello := func(flags rdcp.HelloFlags) []byte {
 		b, _ := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: flags, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
@@ -510,7 +510,7 @@ func TestLabMalformedPeers(t *testing.T) {
 			if c.psk {
 				s, p = psrv, pskPort
 			}
-			tr, _, err := DialRetry(ctx, addr(env.Addr, p), Config{}, 10*time.Second)
+			tr, _, err := dialRetry(ctx, addr(env.Addr, p), Options{}, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -143,7 +143,7 @@ func goalReceiver(t *testing.T, ctx context.Context, env labtest.Env) {
 			}
 		},
 	}
-	srv := serve(t, ctx, goalPort, Config{AcceptTimeout: time.Minute, MaxPendingAccepts: 80}, r)
+	srv := serve(t, ctx, goalPort, Options{AcceptTimeout: time.Minute, MaxPendingAccepts: 80}, r)
 	hwm0 := procKB(t, "VmHWM")
 	select {
 	case <-end:
@@ -212,7 +212,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 	}
 	// The first also waits for node 0 to listen.
 	items, _, _ := transfer.Plan(file)
-	rep, err := (&transfer.Sender{PSK: goalKey}).DialSend(ctx, Dialer(a, Config{}), time.Minute, items)
+	rep, err := (&transfer.Sender{PSK: goalKey}).DialSend(ctx, Dialer(a, &Options{}), time.Minute, items)
 	if err != nil || !rep.OK(1) {
 		t.Fatalf("warm-up transfer: %v %+v", err, rep)
 	}
@@ -241,7 +241,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 		}
 	}()
 	for i := range silents {
-		tr, err := Dial(ctx, a, Config{MaxSlots: 1})
+		tr, err := Dial(ctx, a, &Options{MaxSlots: 1})
 		if err != nil {
 			t.Fatalf("silent peer %d: %v", i, err)
 		}

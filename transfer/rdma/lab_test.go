@@ -100,7 +100,7 @@ func TestLabTransfer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18611)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestLabTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestLabWindowWithdrawn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18612)
-	ln, err := Listen(ctx, a, Config{MaxSlots: 4})
+	ln, err := Listen(ctx, a, &Options{MaxSlots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestLabWindowWithdrawn(t *testing.T) {
 		}
 		accepted <- tr
 	}()
-	s, _, err := DialRetry(ctx, a, Config{MaxSlots: 4}, 10*time.Second)
+	s, _, err := dialRetry(ctx, a, Options{MaxSlots: 4}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18613)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 
 	rc := make(chan error, 1)
 	go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 	}
 
 	go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-	tr, _, err = DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err = dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestLabWrongPSK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18614)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +314,7 @@ func TestLabWrongPSK(t *testing.T) {
 	go func() { _, err := serveOne(ctx, ln, r); rc <- err }()
 	src := writeLabFiles(t)
 	items, _, _ := transfer.Plan(src)
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestLabTwoNodes(t *testing.T) {
 	const port = 18615
 	switch env.Node {
 	case "0":
-		ln, err := Listen(ctx, addr(env.Addr, port), Config{})
+		ln, err := Listen(ctx, addr(env.Addr, port), &Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +358,7 @@ func TestLabTwoNodes(t *testing.T) {
 	case "1":
 		src := writeLabFiles(t)
 		items, _, _ := transfer.Plan(src)
-		tr, retries, err := DialRetry(ctx, addr(env.Peer, port), Config{}, time.Minute)
+		tr, retries, err := dialRetry(ctx, addr(env.Peer, port), Options{}, time.Minute)
 		if err != nil {
 			t.Fatalf("connect to %s after %d retries: %v", env.Peer, retries, err)
 		}
@@ -401,7 +401,7 @@ func TestLabKilledReceiver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18616)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestLabKilledReceiver(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "f"), labContent("dying", 2<<20), 0o600)
 	items, _, _ := transfer.Plan(filepath.Join(src, "f"))
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestLabConcurrentSenders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18617)
-	ln, err := Listen(ctx, a, Config{MaxSlots: 8})
+	ln, err := Listen(ctx, a, &Options{MaxSlots: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestLabConcurrentSenders(t *testing.T) {
 			src := t.TempDir()
 			os.WriteFile(filepath.Join(src, name), labContent(name, (i+1)<<19), 0o600)
 			items, _, _ := transfer.Plan(filepath.Join(src, name))
-			tr, _, err := DialRetry(ctx, a, Config{MaxSlots: 8}, 10*time.Second)
+			tr, _, err := dialRetry(ctx, a, Options{MaxSlots: 8}, 10*time.Second)
 			if err != nil {
 				errs <- err
 				return
@@ -532,14 +532,14 @@ func TestLabNoLeaks(t *testing.T) {
 	var peakPin int
 	once := func(port int) {
 		a := addr(env.Addr, port)
-		ln, err := Listen(ctx, a, Config{})
+		ln, err := Listen(ctx, a, &Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		dst := t.TempDir()
 		rc := make(chan error, 1)
 		go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-		tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+		tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,7 +63,7 @@ func TestPeerData(t *testing.T) {
 
 func TestForeignReceiverError(t *testing.T) {
 	err := foreignReceiver("10.0.0.1:7427")
-	if !errors.Is(err, ErrForeignPeer) || Retryable(err) {
+	if !errors.Is(err, ErrForeignPeer) || retryable(err) {
 		t.Errorf("%v: want ErrForeignPeer, not retryable", err)
 	}
 	for _, w := range []string{"10.0.0.1:7427 speaks rsockets (rcopy, rstream or a program under librspreload), not rdmacp", "rdmacp recv"} {
@@ -96,7 +96,7 @@ func TestSilentReject(t *testing.T) {
 		}
 	}
 	err := foreignRejecter("10.0.0.1:7427", silentRejects, rej(cm.RejConsumerDefined, nil))
-	if !errors.Is(err, ErrForeignPeer) || Retryable(err) {
+	if !errors.Is(err, ErrForeignPeer) || retryable(err) {
 		t.Errorf("%v: want ErrForeignPeer, not retryable", err)
 	}
 	for _, w := range []string{"10.0.0.1:7427 rejected 5 connection requests in a row without a word", "rsockets (rcopy, rstream or a program under librspreload)", "not an rdmacp receiver", "run `rdmacp recv DIR` there"} {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/retry"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -27,11 +28,12 @@ import (
 // DefaultPort is where rdmacp listens unless told otherwise.
 const DefaultPort = 18517
 
-// DefaultMaxSlots is Config.MaxSlots' default.
+// DefaultMaxSlots is Options.MaxSlots' default.
 const DefaultMaxSlots = 64
 
-// Config configures Dial and Listen.
-type Config struct {
+// Options configures Dial and Listen; nil or the zero value means every
+// default.
+type Options struct {
 	// MaxSlots is the most data writes the connection can have outstanding
 	// at its receiving end: the largest window, in slots, a receiver can
 	// offer over it. The receive queue holds MaxSlots+transfer.ControlDepth
@@ -74,6 +76,19 @@ type Config struct {
 	// not yet taken by Accept, and twice it the setups alive (evicted ones
 	// tear down); requests beyond those are rejected.
 	MaxPendingAccepts int
+	// WaitForListener makes Dial retry, until ctx ends, while nobody
+	// listens at the address yet (cm.ErrNoListener) or its CM does not
+	// answer, pausing 50 ms doubling to 1 s (jittered) between attempts.
+	// Dialer's DialFunc retries so within DialSend's wait whatever it is.
+	WaitForListener bool
+}
+
+// value is o's settings (nil: the zero Options).
+func (o *Options) value() Options {
+	if o == nil {
+		return Options{}
+	}
+	return *o
 }
 
 // Listener defaults.
@@ -82,21 +97,21 @@ const (
 	DefaultMaxPendingAccepts = 16
 )
 
-func (c Config) acceptTimeout() time.Duration {
+func (c Options) acceptTimeout() time.Duration {
 	if c.AcceptTimeout > 0 {
 		return c.AcceptTimeout
 	}
 	return DefaultAcceptTimeout
 }
 
-func (c Config) maxPending() int {
+func (c Options) maxPending() int {
 	if c.MaxPendingAccepts > 0 {
 		return c.MaxPendingAccepts
 	}
 	return DefaultMaxPendingAccepts
 }
 
-func (c Config) maxSlots() int {
+func (c Options) maxSlots() int {
 	if c.MaxSlots > 0 {
 		return min(c.MaxSlots, transfer.MaxSlots)
 	}
@@ -150,7 +165,7 @@ func addBufs(c *cm.Conn, bs []msgBufs, first, n int, what string) ([]msgBufs, er
 // Listener.Accept make one; the caller must Close it, which disconnects
 // and destroys the connection's QP, CQs, memory regions and PD.
 type Transport struct {
-	cfg      Config
+	cfg      Options
 	conn     *cm.Conn
 	qp       *uverbs.QP
 	sendCQ   *uverbs.CQ
@@ -187,7 +202,7 @@ type Transport struct {
 	closeErr error
 }
 
-func newTransport(cfg Config, accepted bool) *Transport {
+func newTransport(cfg Options, accepted bool) *Transport {
 	t := &Transport{cfg: cfg, maxSlots: cfg.maxSlots(), accepted: accepted, repost: -1, regions: map[*region]struct{}{}}
 	t.nrecv = t.maxSlots + transfer.ControlDepth
 	t.sendDepth = t.maxSlots + sendBufs
@@ -318,12 +333,24 @@ func (t *Transport) start(c *cm.Conn) {
 // cm.Dial, with the control messages' receives posted before the
 // connection is up (a sender needs no more; see PrepareWrites). It fails
 // with cm's errors (cm.ErrNoListener, ..., uverbs.ErrNoDevice) as they
-// come; see DialRetry to wait for a receiver that is starting. A receiver
-// that accepts with rsockets' connection data (rcopy's server, rstream -s,
-// a program under librspreload) is disconnected at once and the error,
-// matching ErrForeignPeer, says so. The caller must Close the Transport.
-func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
-	addr = WithDefaultPort(addr)
+// come, unless opts.WaitForListener makes it wait for a receiver that is
+// starting. A receiver that accepts with rsockets' connection data (rcopy's
+// server, rstream -s, a program under librspreload) is disconnected at once
+// and the error, matching ErrForeignPeer, says so; so does a program that
+// rejects WaitForListener's requests again and again without a word, as
+// an rsockets server does. The caller must Close the Transport.
+func Dial(ctx context.Context, addr string, opts *Options) (*Transport, error) {
+	cfg := opts.value()
+	if cfg.WaitForListener {
+		t, _, err := dialRetry(ctx, addr, cfg, -1)
+		return t, err
+	}
+	return dialOnce(ctx, addr, cfg)
+}
+
+// dialOnce is one connection attempt.
+func dialOnce(ctx context.Context, addr string, cfg Options) (*Transport, error) {
+	addr = withDefaultPort(addr)
 	t := newTransport(cfg, false)
 	c, err := cm.Dial(ctx, addr, t.options())
 	if err != nil {
@@ -343,29 +370,28 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
 	return t, nil
 }
 
-// DialRetry is Dial that retries for up to wait while nobody listens at
-// addr yet (or its CM does not answer), pausing transfer.RetryDelay between
-// attempts (50 ms doubling to 1 s, jittered). It returns how many attempts
-// failed before the result. A program that rejects silentRejects requests
-// in a row without a word (an rsockets server does: rdmacp's request
-// carries no rs_conn_data; an rdmacp receiver says why it rejects) ends it
-// with an error matching ErrForeignPeer. A sender should use Dialer with
-// transfer.Sender.DialSend, which also waits out a receiver busy with other
-// senders' handshakes.
-func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
+// dialRetry is dialOnce retried for up to wait (negative: until ctx ends)
+// while nobody listens at addr yet (or its CM does not answer), pausing
+// retry.Delay between attempts (50 ms doubling to 1 s, jittered). It
+// returns how many attempts failed before the result. A program that
+// rejects silentRejects requests in a row without a word (an rsockets
+// server does: rdmacp's request carries no rs_conn_data; an rdmacp
+// receiver says why it rejects) ends it with an error matching
+// ErrForeignPeer.
+func dialRetry(ctx context.Context, addr string, cfg Options, wait time.Duration) (*Transport, int, error) {
 	deadline := time.Now().Add(wait)
 	silent := 0
 	for retries := 0; ; retries++ {
-		t, err := Dial(ctx, addr, cfg)
+		t, err := dialOnce(ctx, addr, cfg)
 		if silentReject(err) {
 			if silent++; silent == silentRejects {
-				return nil, retries, foreignRejecter(WithDefaultPort(addr), silent, err)
+				return nil, retries, foreignRejecter(withDefaultPort(addr), silent, err)
 			}
 		} else {
 			silent = 0
 		}
-		pause := transfer.RetryDelay(retries)
-		if err == nil || !Retryable(err) || time.Now().Add(pause).After(deadline) {
+		pause := retry.Delay(retries)
+		if err == nil || !retryable(err) || (wait >= 0 && time.Now().Add(pause).After(deadline)) {
 			return t, retries, err
 		}
 		timer := time.NewTimer(pause)
@@ -378,13 +404,15 @@ func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration)
 	}
 }
 
-// Dialer is DialRetry to addr with cfg as a transfer.DialFunc, for
-// transfer.Sender.DialSend: how rdmacp send connects, retrying while nobody
-// listens at addr and while the receiver is busy with handshakes, all
-// within one wait.
-func Dialer(addr string, cfg Config) transfer.DialFunc {
+// Dialer is how a transfer.Sender's DialSend connects to addr with opts:
+// its DialFunc dials as Dial with WaitForListener does, for up to the wait
+// DialSend gives it, and counts the attempts that failed (the Report's
+// DialRetries). DialSend also waits out a receiver busy with other
+// senders' handshakes within the same wait. A nil opts means every default.
+func Dialer(addr string, opts *Options) transfer.DialFunc {
+	cfg := opts.value()
 	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
-		t, n, err := DialRetry(ctx, addr, cfg, wait)
+		t, n, err := dialRetry(ctx, addr, cfg, wait)
 		if err != nil {
 			return nil, n, err // not a nil *Transport in the interface
 		}
@@ -392,14 +420,14 @@ func Dialer(addr string, cfg Config) transfer.DialFunc {
 	}
 }
 
-// Retryable reports whether a Dial error may go away by itself: nobody
+// retryable reports whether a Dial error may go away by itself: nobody
 // listens yet, or the peer's CM did not answer.
-func Retryable(err error) bool {
+func retryable(err error) bool {
 	return errors.Is(err, cm.ErrNoListener) || errors.Is(err, cm.ErrRejected) || errors.Is(err, cm.ErrUnreachable)
 }
 
-// WithDefaultPort adds DefaultPort to an address without a port.
-func WithDefaultPort(addr string) string {
+// withDefaultPort adds DefaultPort to an address without a port.
+func withDefaultPort(addr string) string {
 	if _, _, err := net.SplitHostPort(addr); err == nil {
 		return addr
 	}
@@ -408,15 +436,15 @@ func WithDefaultPort(addr string) string {
 
 // Listener accepts senders' connections (a transfer.Listener). One
 // goroutine reads the connection requests; each is set up in its own
-// goroutine within Config.AcceptTimeout, at most Config.MaxPendingAccepts at
+// goroutine within Options.AcceptTimeout, at most Options.MaxPendingAccepts at
 // once (a further request evicts the oldest), so no peer can hold up the
 // others: a half-open connect (the REP answered by no RTU) holds one
 // pending slot until AcceptTimeout or until newer requests push it out.
 // A request carrying rsockets' connection data (rcopy's client, a program
-// under librspreload) is rejected at once and reported (Config.Warnf).
+// under librspreload) is rejected at once and reported (Options.Warnf).
 type Listener struct {
 	l      *cm.Listener
-	cfg    Config
+	cfg    Options
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 	ready  chan *Transport // set up, for Accept
@@ -439,8 +467,9 @@ type Listener struct {
 // Listen listens on addr ("host:port", empty host for every RDMA device;
 // the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
 // cm.Listen, and starts reading requests. The caller must Close it.
-func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
-	addr = WithDefaultPort(addr)
+func Listen(ctx context.Context, addr string, opts *Options) (*Listener, error) {
+	cfg := opts.value()
+	addr = withDefaultPort(addr)
 	cl, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -545,7 +574,7 @@ func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
 const refuseText = "rdmacp receiver: rsockets connections are refused"
 
 // refuse rejects a connection request from a peer speaking rsockets and
-// says so (Config.Warnf, else Logf): the listener goes on serving others.
+// says so (Options.Warnf, else Logf): the listener goes on serving others.
 func (l *Listener) refuse(req *cm.Request) {
 	from := "an unknown address"
 	if a, err := req.ID.Query(); err == nil && a.Remote.IsValid() {
