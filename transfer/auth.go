@@ -160,7 +160,7 @@ func sealMessage(msg, key []byte, seq uint64) ([]byte, error) {
 // returns the message without it.
 func openMessage(b, key []byte, seq uint64) ([]byte, error) {
 	if len(b) < rdcp.HeaderSize+rdcp.MACSize {
-		return nil, &Error{Code: CodeAuthFailed, Text: fmt.Sprintf("a message of %d bytes has no session MAC: the session is keyed (--psk-file), every message after AUTH must carry one", len(b))}
+		return nil, &Error{Code: CodeAuthFailed, Text: fmt.Sprintf("a message of %d bytes has no session MAC: the session is keyed (a pre-shared key), every message after AUTH must carry one", len(b))}
 	}
 	msg, got := b[:len(b)-rdcp.MACSize], b[len(b)-rdcp.MACSize:]
 	want := sessionMAC(key, seq, msg)

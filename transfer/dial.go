@@ -43,7 +43,7 @@ func (s *Sender) DialSend(ctx context.Context, dial DialFunc, wait time.Duration
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return rep, fmt.Errorf("the receiver stayed busy for the whole wait of %v (%w; %d connections turned away): give it longer with rdmacp send --wait, or let it take more handshakes at once with rdmacp recv --max-handshakes", wait, err, busy+1)
+			return rep, fmt.Errorf("the receiver stayed busy for the whole wait of %v (%w; %d connections turned away): give DialSend a longer wait, or let the receiver take more handshakes at once (Receiver.MaxHandshakes)", wait, err, busy+1)
 		}
 		pause := time.NewTimer(min(retry.Delay(busy), left))
 		select {

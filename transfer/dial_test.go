@@ -155,7 +155,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	if !errors.Is(err, transfer.ErrHandshakeBusy) {
 		t.Fatalf("DialSend: %v, want ErrHandshakeBusy", err)
 	}
-	for _, want := range []string{"stayed busy for the whole wait of 300ms", "--wait", "--max-handshakes"} {
+	for _, want := range []string{"stayed busy for the whole wait of 300ms", "a longer wait", "Receiver.MaxHandshakes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -32,7 +32,7 @@
 //	                                      ← BYE
 //
 // Either end may send KEEPALIVE (no payload, no answer) while it works
-// without talking — hashing a long partial copy for --resume — so the
+// without talking — hashing a long partial copy to resume — so the
 // peer's idle timeout does not end the connection. With a pre-shared key,
 // every message after the AUTH exchange ends with a session MAC (protocol
 // version 2; see bind in auth.go).
@@ -59,7 +59,7 @@
 // nothing is checked. DONE carries the sender's checksum of the whole
 // content; only when both agree does the receiver fsync, rename into place,
 // and answer RESULT ok with its own, which the sender compares with its
-// own: Verified in a FileResult means both checks passed. --resume compares
+// own: Verified in a FileResult means both checks passed. Resuming (Sender.Resume) compares
 // the prefixes by the same checksum: CRC32C summed in pieces on the pool,
 // at both ends at once (the sender starts on its file while the receiver
 // sums its partial copy), or SHA-256 one end after the other.

@@ -22,7 +22,7 @@ const (
 	CodeAuthRequired Code = 3  // one end has a pre-shared key, the other not
 	CodeAuthFailed   Code = 4  // the pre-shared keys differ
 	CodeBadName      Code = 5  // the name is not a safe relative path
-	CodeExists       Code = 6  // the destination exists (and --force was not given)
+	CodeExists       Code = 6  // the destination exists (and Receiver.Force is not set)
 	CodeTooLarge     Code = 7  // the file exceeds the receiver's size limit
 	CodeTooMany      Code = 8  // more files than the receiver accepts on one connection
 	CodeNoSpace      Code = 9  // the receiver's disk (or quota) is full
@@ -42,7 +42,7 @@ const (
 	// fail with "error code 18" and the receiver's text.
 	CodeHandshakeBusy Code = 18
 	// CodeVerify: the sender refused the receiver's verification policy
-	// (Sender.Verify asks for more than the receiver's --verify).
+	// (Sender.Verify asks for more than Receiver.Verify).
 	CodeVerify Code = 19
 )
 
@@ -123,7 +123,7 @@ var (
 // the core and the command can say what happened.
 var (
 	// ErrPeerGone means the connection broke: the peer closed it, crashed or
-	// became unreachable. Partial files stay on the receiver for --resume.
+	// became unreachable. Partial files stay on the receiver to resume from (Sender.Resume).
 	ErrPeerGone = errors.New("peer gone")
 	// ErrRemoteAccess means a write hit memory the peer did not expose (or no
 	// longer exposes); the connection is broken.

@@ -58,7 +58,7 @@ const (
 //
 // A file that fails verification or cannot be written is removed; a transfer
 // cut short (the connection broke, the sender aborted) leaves its partial
-// copy for --resume. Nothing ever appears under NAME unverified.
+// copy to resume from (Sender.Resume). Nothing ever appears under NAME unverified.
 type Receiver struct {
 	// Dir is the destination directory; it must exist.
 	Dir string
@@ -420,7 +420,7 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 		return protoErrorf("HELLO from a sender with verification %v: the receiver's policy decides (the sender's must be 0)", hs.Verify)
 	}
 	if rc.r.PSK != nil && hs.Flags&rdcp.HelloPSK == 0 {
-		return &Error{Code: CodeAuthRequired, Text: "this receiver requires a pre-shared key: run the sender with --psk-file"}
+		return &Error{Code: CodeAuthRequired, Text: "this receiver requires a pre-shared key (Receiver.PSK) and the sender has none (Sender.PSK)"}
 	}
 	rc.slots = min(rc.r.slots(), rc.c.t.MaxSlots(), MaxSlots)
 	rc.slotSize = min(rc.r.slotSize(), MaxSlotSize)
@@ -447,7 +447,7 @@ func (rc *recvConn) handshake(ctx context.Context) error {
 	}
 	if err := rc.c.recvAuth(ctx, rc.r.PSK, labelSender, helloS, helloR,
 		"before AUTH (this receiver requires a pre-shared key)",
-		"the sender's pre-shared key differs from the receiver's: use the same --psk-file on both ends"); err != nil {
+		"the sender's pre-shared key differs from the receiver's (Sender.PSK, Receiver.PSK): both ends must use the same key"); err != nil {
 		return err
 	}
 	if err := rc.c.send(ctx, &rdcp.Auth{MAC: authMAC(rc.r.PSK, labelReceiver, helloS, helloR)}); err != nil {
@@ -553,7 +553,7 @@ func (rc *recvConn) file(ctx context.Context, m *rdcp.File) (err error) {
 			return rc.reject(ctx, x, CodeNotDir, "%s is a directory on the receiver", m.Name)
 		}
 		if !rc.r.Force {
-			return rc.reject(ctx, x, CodeExists, "%s already exists on the receiver: remove it, or start the receiver with --force", m.Name)
+			return rc.reject(ctx, x, CodeExists, "%s already exists on the receiver: remove it, or let the receiver replace files (Receiver.Force)", m.Name)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rc.rejectErr(ctx, x, "look up", err)
@@ -1078,7 +1078,7 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *rdcp.Done, chunks,
 			x.f.Truncate(x.keep)
 		}
 		x.f.Sync()
-		return rc.reject(ctx, x, CodeAborted, "the sender stopped sending %s; %d bytes are kept for --resume", m.Name, x.res.Offset+x.res.Bytes)
+		return rc.reject(ctx, x, CodeAborted, "the sender stopped sending %s; %d bytes are kept to resume from (Sender.Resume)", m.Name, x.res.Offset+x.res.Bytes)
 	}
 	if d.Chunks != chunks || consumed != chunks {
 		return protoErrorf("DONE of transfer %d after %d chunks; %d arrived, %d expected", m.ID, d.Chunks, consumed, chunks)
@@ -1113,7 +1113,7 @@ func (rc *recvConn) done(ctx context.Context, x *recvFile, d *rdcp.Done, chunks,
 	if err := rc.commit(x.partial, m.Name); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// Raced with another writer of NAME: keep the verified copy.
-			return rc.reject(ctx, x, CodeExists, "%s appeared on the receiver during the transfer; the verified copy is kept as %s: start the receiver with --force to replace it", m.Name, x.partial)
+			return rc.reject(ctx, x, CodeExists, "%s appeared on the receiver during the transfer; the verified copy is kept as %s: let the receiver replace files (Receiver.Force) to replace it", m.Name, x.partial)
 		}
 		return rc.rejectErr(ctx, x, "rename into place", err)
 	}
@@ -1172,7 +1172,7 @@ func (rc *recvConn) renameNoReplace(partial, name string) error {
 	if errors.Is(rerr, fs.ErrExist) {
 		return &fs.PathError{Op: "rename", Path: name, Err: fs.ErrExist}
 	}
-	return &fs.PathError{Op: "rename", Path: name, Err: fmt.Errorf("%w (this file system has neither hard links nor rename without replacing: start the receiver with --force to replace existing files)", rerr)}
+	return &fs.PathError{Op: "rename", Path: name, Err: fmt.Errorf("%w (this file system has neither hard links nor rename without replacing: only a receiver that replaces files, Receiver.Force, can write here)", rerr)}
 }
 
 // result sends RESULT and records the file's outcome.

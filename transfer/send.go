@@ -222,13 +222,13 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	case hr.MinVersion != rdcp.ProtocolVersion || hr.MaxVersion != rdcp.ProtocolVersion:
 		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver picked protocol version %d..%d, this sender speaks %d: run the same rdmacp version on both ends", hr.MinVersion, hr.MaxVersion, rdcp.ProtocolVersion)}
 	case sc.s.Verify != 0 && Verify(hr.Verify).or().strength() < sc.s.Verify.strength():
-		return &Error{Code: CodeVerify, Text: fmt.Sprintf("the receiver verifies with %v, this sender asks for at least %v: start the receiver with --verify %v, or send with --verify %v", Verify(hr.Verify).or(), sc.s.Verify, sc.s.Verify, Verify(hr.Verify).or())}
+		return &Error{Code: CodeVerify, Text: fmt.Sprintf("the receiver verifies with %v, this sender asks for at least %v (Sender.Verify): the receiver's policy (Receiver.Verify) must be %v or stronger, or the sender must accept %v", Verify(hr.Verify).or(), sc.s.Verify, sc.s.Verify, Verify(hr.Verify).or())}
 	case hr.Slots == 0 || hr.SlotSize == 0 || uint64(hr.Slots)*uint64(hr.SlotSize) > MaxWindow:
 		return protoErrorf("the receiver offers an unusable window of %d×%d bytes", hr.Slots, hr.SlotSize)
 	case sc.s.PSK != nil && hr.Flags&rdcp.HelloPSK == 0:
-		return &Error{Code: CodeAuthRequired, Text: "this sender has a pre-shared key but the receiver has none: start the receiver with the same --psk-file (refusing to send to an unauthenticated receiver)"}
+		return &Error{Code: CodeAuthRequired, Text: "this sender has a pre-shared key (Sender.PSK) but the receiver has none (Receiver.PSK): refusing to send to an unauthenticated receiver"}
 	case sc.s.PSK == nil && hr.Flags&rdcp.HelloPSK != 0:
-		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key: run the sender with --psk-file"}
+		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key (Receiver.PSK) and this sender has none (Sender.PSK)"}
 	}
 	if (sc.s.Slots > 0 && int64(hr.Slots) > int64(hs.Slots)) || (sc.s.SlotSize > 0 && int64(hr.SlotSize) > int64(hs.SlotSize)) {
 		return protoErrorf("the receiver offers a window of %d×%d bytes, more than the %d×%d this sender asked for", hr.Slots, hr.SlotSize, hs.Slots, hs.SlotSize)
@@ -241,7 +241,7 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 		return err
 	}
 	if err := sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
-		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends"); err != nil {
+		"the receiver's proof of the pre-shared key is wrong (Sender.PSK, Receiver.PSK): both ends must use the same key"); err != nil {
 		return err
 	}
 	sc.c.bind(sc.s.PSK, helloS, helloR, true)

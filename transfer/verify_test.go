@@ -211,8 +211,8 @@ func TestSenderVerifyPreference(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(o.serr, transfer.ErrVerify) || !strings.Contains(o.serr.Error(), "--verify "+tc.send.String()) {
-			t.Errorf("receiver %v, sender asks %v: send %v, want ErrVerify saying --verify %v", tc.recv, tc.send, o.serr, tc.send)
+		if !errors.Is(o.serr, transfer.ErrVerify) || !strings.Contains(o.serr.Error(), "(Receiver.Verify) must be "+tc.send.String()) {
+			t.Errorf("receiver %v, sender asks %v: send %v, want ErrVerify saying Receiver.Verify must be %v", tc.recv, tc.send, o.serr, tc.send)
 		}
 		if !errors.Is(o.rerr, transfer.ErrVerify) {
 			t.Errorf("receiver %v, sender asks %v: receive %v, want the sender's ErrVerify", tc.recv, tc.send, o.rerr)

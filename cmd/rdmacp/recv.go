@@ -76,7 +76,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle, Verify: v}
 	ln, err := nw.Listen(ctx, withDefaultPort(*listen), c.rdmaOptions(stderr))
 	if err != nil {
-		report(stderr, "", err, *listen)
+		report(stderr, "", err, hint(err, *listen))
 		return 1
 	}
 	defer ln.Close()
@@ -93,7 +93,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	if *once {
 		t, err := ln.Accept(ctx)
 		if err != nil {
-			report(stderr, "", err, *listen)
+			report(stderr, "", err, hint(err, *listen))
 			return 1
 		}
 		rep, err := r.ServeConn(ctx, t)
@@ -105,7 +105,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		return 0
 	}
 	if err := r.Serve(ctx, ln, onConn); err != nil && !errors.Is(err, context.Canceled) {
-		report(stderr, "", err, *listen)
+		report(stderr, "", err, hint(err, *listen))
 		return 1
 	}
 	return 0
@@ -134,7 +134,7 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 		for _, f := range rep.Files {
 			s.Files = append(s.Files, fileSum(f))
 			if f.Err != nil {
-				report(stderr, f.Name, f.Err, rep.Peer)
+				report(stderr, f.Name, f.Err, hint(f.Err, rep.Peer))
 			}
 		}
 		if s.Seconds > 0 {

@@ -57,7 +57,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	sum := &sendSummary{Peer: peer, Files: []fileSummary{}}
 	fail := func(err error) int {
 		sum.Error = err.Error()
-		report(stderr, "", err, peer)
+		report(stderr, "", err, hint(err, peer))
 		if c.json {
 			writeJSON(stdout, sum)
 		}
@@ -92,12 +92,16 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	sum.OK = ok
 	for _, f := range rep.Files {
 		if f.Err != nil {
-			report(stderr, f.Name, f.Err, peer)
+			report(stderr, f.Name, f.Err, hint(f.Err, peer))
 		}
 	}
 	if err != nil {
 		sum.Error = err.Error()
-		report(stderr, "", err, peer)
+		h := hint(err, peer)
+		if errors.Is(err, transfer.ErrVerify) && rep.Verify != 0 {
+			h = fmt.Sprintf("start the receiver with --verify %v, or send with --verify %v", least, rep.Verify)
+		}
+		report(stderr, "", err, h)
 		if n := len(items) - len(rep.Files); n > 0 {
 			fmt.Fprintf(stderr, "rdmacp: %d of %d items not sent\n", n, len(items))
 		}
@@ -142,15 +146,15 @@ func (t reportClose) Close() error {
 	return err
 }
 
-// report prints one error and, once per kind, what to do about it.
+// report prints one error and what to do about it (h, from hint).
 // Names and error texts may come from the peer: they are escaped.
-func report(w io.Writer, name string, err error, peer string) {
+func report(w io.Writer, name string, err error, h string) {
 	if name != "" {
 		fmt.Fprintf(w, "rdmacp: %s: %s\n", escape.Text(name), escape.Text(err.Error()))
 	} else {
 		fmt.Fprintf(w, "rdmacp: %s\n", escape.Text(err.Error()))
 	}
-	if h := hint(err, peer); h != "" {
+	if h != "" {
 		fmt.Fprintf(w, "rdmacp:   %s\n", escape.Text(h))
 	}
 }

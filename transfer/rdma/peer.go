@@ -85,7 +85,7 @@ func peerData(b []byte) (foreign bool, other string) {
 // foreignReceiver is Dial's error for a receiver at addr that speaks
 // rsockets.
 func foreignReceiver(addr string) error {
-	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: run `rdmacp recv DIR` there", ErrForeignPeer, addr, rsocketPeer)
+	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: it is not an rdmacp receiver (a transfer.Receiver)", ErrForeignPeer, addr, rsocketPeer)
 }
 
 // A Listener's rejects carry a text (an rdmacp receiver says why it turns
@@ -120,5 +120,5 @@ func silentReject(err error) bool {
 // foreignRejecter is dialRetry's error for a program at addr that rejected
 // n requests in a row without a word.
 func foreignRejecter(addr string, n int, last error) error {
-	return fmt.Errorf("%w: the program at %s rejected %d connection requests in a row without a word, as a server speaking %s does with rdmacp's: it is not an rdmacp receiver; run `rdmacp recv DIR` there (last: %v)", ErrForeignPeer, addr, n, rsocketPeer, last)
+	return fmt.Errorf("%w: the program at %s rejected %d connection requests in a row without a word, as a server speaking %s does with rdmacp's: it is not an rdmacp receiver (a transfer.Receiver; last: %v)", ErrForeignPeer, addr, n, rsocketPeer, last)
 }
