@@ -22,10 +22,12 @@ type conn struct {
 	sendKey, recvKey []byte
 	sendSeq, recvSeq uint64
 	lastSend         time.Time
+	// hashHook, for tests, runs after each piece of a prefix is hashed.
+	hashHook func()
 }
 
-func newConn(t Transport, idle time.Duration) *conn {
-	return &conn{t: t, idle: idle, buf: make([]byte, 0, MaxMessageSize)}
+func newConn(t Transport, idle time.Duration, hashHook func()) *conn {
+	return &conn{t: t, idle: idle, buf: make([]byte, 0, MaxMessageSize), hashHook: hashHook}
 }
 
 // send encodes and sends m.

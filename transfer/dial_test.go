@@ -18,7 +18,7 @@ import (
 )
 
 // memDialer connects to ln with cfg for DialSend, one attempt each time.
-func memDialer(ln *transfertest.Listener, cfg transfertest.Config) transfer.DialFunc {
+func memDialer(ln *transfertest.Listener, cfg *transfertest.Options) transfer.DialFunc {
 	return countDials(nil, func(ctx context.Context) (transfer.Transport, error) {
 		t, err := ln.Dial(ctx, cfg)
 		if err != nil {
@@ -60,7 +60,7 @@ func TestBurstOfSenders(t *testing.T) {
 	gate := make(chan struct{})
 	var once sync.Once
 	ln := transfertest.NewListener()
-	ln.Config.Faults.Message = func(_ int, msg []byte) transfertest.Fault {
+	ln.Options.Faults.Message = func(_ int, msg []byte) transfertest.Fault {
 		if m, err := rdcp.Decode(msg); err == nil {
 			if e, ok := m.(*rdcp.ErrorMsg); ok && e.Code == rdcp.CodeHandshakeBusy && refused.Add(1) >= n-hands {
 				once.Do(func() { close(gate) })
@@ -68,7 +68,7 @@ func TestBurstOfSenders(t *testing.T) {
 		}
 		return transfertest.Deliver
 	}
-	scfg := transfertest.Config{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
+	scfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
 		if i == 0 { // HELLO
 			select {
 			case <-gate:
@@ -132,7 +132,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	ln := transfertest.NewListener()
 	defer ln.Close()
 	go r.Serve(ctx, ln, nil)
-	silent, err := ln.Dial(ctx, transfertest.Config{})
+	silent, err := ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, 100)})
 	var attempts atomic.Int32
 	dial := countDials(&attempts, func(ctx context.Context) (transfer.Transport, error) {
-		tr, err := ln.Dial(ctx, transfertest.Config{})
+		tr, err := ln.Dial(ctx, &transfertest.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func TestBusyNotRetried(t *testing.T) {
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			dial := countDials(&attempts, func(ctx context.Context) (transfer.Transport, error) {
-				st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+				st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 				wg.Go(func() {
 					defer rt.Close()
 					for _, m := range c.script {

@@ -34,7 +34,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	start := time.Now()
 	var silent []*rawPeer
 	for i := range 4 {
-		tr, err := ln.Dial(ctx, transfertest.Config{})
+		tr, err := ln.Dial(ctx, &transfertest.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	last := time.Now() // the last silent peer's HELLO
 
 	// A fifth connection while all four are fresh: refused at once.
-	c, err := ln.Dial(ctx, transfertest.Config{})
+	c, err := ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	// Past the grace, an honest sender takes the oldest silent peer's
 	// place at its first attempt, long before the handshake timeout.
 	time.Sleep(time.Until(last.Add(transfer.DefaultHandshakeGrace + 100*time.Millisecond)))
-	rep, err := (&transfer.Sender{PSK: key}).DialSend(ctx, memDialer(ln, transfertest.Config{}), 3*time.Second, plan(t, filepath.Join(src, "f")))
+	rep, err := (&transfer.Sender{PSK: key}).DialSend(ctx, memDialer(ln, &transfertest.Options{}), 3*time.Second, plan(t, filepath.Join(src, "f")))
 	if err != nil {
 		t.Fatalf("honest sender behind %d silent handshakes: %v", len(silent), err)
 	}

@@ -25,8 +25,8 @@ func smallReceiver(dst string) *transfer.Receiver {
 }
 
 // breakAt breaks the connection at the sender's i-th write.
-func breakAt(i int) transfertest.Config {
-	return transfertest.Config{Faults: transfertest.Faults{Write: func(n int, _ []byte) transfertest.Fault {
+func breakAt(i int) *transfertest.Options {
+	return &transfertest.Options{Faults: transfertest.Faults{Write: func(n int, _ []byte) transfertest.Fault {
 		if n == i {
 			return transfertest.Break
 		}
@@ -40,7 +40,7 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
 
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(10), transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(10), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) || !errors.Is(o.rerr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v; receive: %v; want ErrPeerGone on both", o.serr, o.rerr)
 	}
@@ -66,7 +66,7 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	}
 
 	// Resume: only the rest moves.
-	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -84,14 +84,14 @@ func TestResumeWithChangedSourceStartsOver(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(5), transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(5), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v", o.serr)
 	}
 	data[100] ^= 0xff // the prefix the receiver holds no longer matches
 	os.WriteFile(filepath.Join(src, "f"), data, 0o640)
 	items = plan(t, filepath.Join(src, "f"))
-	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -119,7 +119,7 @@ func TestResumeEdgeCases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 			dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): tc.partial})
-			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -143,7 +143,7 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive a full disk: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -172,9 +172,9 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	data := randBytes(11, 9*tSlotSize+1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-	corrupt := func(once bool) transfertest.Config {
+	corrupt := func(once bool) *transfertest.Options {
 		done := false
-		return transfertest.Config{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
+		return &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
 			if i == 3 && !(once && done) {
 				b[7] ^= 1
 				done = true
@@ -184,7 +184,7 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	}
 	dst := t.TempDir()
 	sha := func() *transfer.Receiver { r := smallReceiver(dst); r.Verify = transfer.VerifySHA256; return r }
-	o := pair(t, sha(), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), transfertest.Config{})
+	o := pair(t, sha(), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -195,7 +195,7 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 		t.Error("corrupt copy left behind")
 	}
 
-	o = pair(t, sha(), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), transfertest.Config{})
+	o = pair(t, sha(), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -213,29 +213,29 @@ func TestInjectedFaults(t *testing.T) {
 	// Receiver messages: 0 HELLO, 1 RESUME-OFFSET, 2 WINDOW, 3.. CREDIT.
 	for _, tc := range []struct {
 		name       string
-		s, r       transfertest.Config
+		s, r       *transfertest.Options
 		sendErr    error
 		recvErr    error
 		recvSubstr string
 	}{
 		{
 			name:    "dropped write",
-			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(2, transfertest.Drop)}},
+			s:       &transfertest.Options{Faults: transfertest.Faults{Write: faultAt(2, transfertest.Drop)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
 		},
 		{
 			name:    "reordered writes",
-			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(1, transfertest.Hold)}},
+			s:       &transfertest.Options{Faults: transfertest.Faults{Write: faultAt(1, transfertest.Hold)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
 		},
 		{
 			name:    "reordered credits",
-			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(3, transfertest.Hold)}},
+			r:       &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(3, transfertest.Hold)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "CREDIT",
 		},
 		{
 			name: "corrupted window key",
-			r: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			r: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 2 {
 					b[rdcp.HeaderSize+12] ^= 0xff // rkey
 				}
@@ -245,7 +245,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name: "corrupted magic",
-			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			s: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 { // FILE
 					b[0] ^= 0xff
 				}
@@ -255,7 +255,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name: "corrupted message length",
-			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			s: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 {
 					b[11]++
 				}
@@ -265,7 +265,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name:    "connection closed by receiver mid-data",
-			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(4, transfertest.Break)}},
+			r:       &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(4, transfertest.Break)}},
 			sendErr: transfer.ErrPeerGone, recvErr: transfer.ErrPeerGone,
 		},
 	} {
@@ -300,8 +300,8 @@ func TestDelaysStillVerify(t *testing.T) {
 	slow := func(i int, _ []byte) transfertest.Fault { time.Sleep(time.Millisecond); return transfertest.Deliver }
 	o := pair(t, smallReceiver(dst), &transfer.Sender{},
 		plan(t, filepath.Join(src, "f")),
-		transfertest.Config{Faults: transfertest.Faults{Message: slow, Write: func(i int, b []byte) transfertest.Fault { return slow(i, b) }}},
-		transfertest.Config{Faults: transfertest.Faults{Message: slow}})
+		&transfertest.Options{Faults: transfertest.Faults{Message: slow, Write: func(i int, b []byte) transfertest.Fault { return slow(i, b) }}},
+		&transfertest.Options{Faults: transfertest.Faults{Message: slow}})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -318,7 +318,7 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	// receiver waits for it and gives up.
 	tree(t, dst, map[string][]byte{rdcp.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
 	s := &transfer.Sender{Resume: true, IdleTimeout: 5 * time.Second}
-	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, transfertest.Config{})
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, &transfertest.Options{})
 	if !errors.Is(o.rerr, transfer.ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
 		t.Errorf("receiver: %v, want an idle timeout", o.rerr)
 	}
@@ -334,12 +334,12 @@ func TestSourceShrinksWhileSending(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(15, 10*tSlotSize)})
 	dst := t.TempDir()
 	p := filepath.Join(src, "f")
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 2 {
 			os.Truncate(p, 3*tSlotSize+10)
 		}
 		return transfertest.Deliver
-	}}}, transfertest.Config{})
+	}}}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -360,12 +360,12 @@ func TestSenderCancelled(t *testing.T) {
 	dst := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+	st, rt := transfertest.Pipe(&transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 7 {
 			cancel()
 		}
 		return transfertest.Deliver
-	}}}, transfertest.Config{})
+	}}}, &transfertest.Options{})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := smallReceiver(dst).ServeConn(context.Background(), rt)

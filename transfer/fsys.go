@@ -12,5 +12,5 @@ func umask() uint32 {
 }
 
 // renameNoReplace is renameat2(RENAME_NOREPLACE) in the directory dirfd
-// (replaced in tests).
-var renameNoReplace = sys.RenameNoReplace
+// (Receiver.rename replaces it in tests).
+func renameNoReplace(dirfd int, from, to string) error { return sys.RenameNoReplace(dirfd, from, to) }

@@ -191,7 +191,7 @@ func FuzzReceiver(f *testing.F) {
 		os.WriteFile(filepath.Join(dst, rdcp.PartialName("p")), []byte("partial"), 0o600)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, rt := transfertest.Pipe(transfertest.Config{MaxSlots: 4}, transfertest.Config{MaxSlots: 4})
+		st, rt := transfertest.Pipe(&transfertest.Options{MaxSlots: 4}, &transfertest.Options{MaxSlots: 4})
 		r := &transfer.Receiver{Dir: dst, Slots: 2, SlotSize: 4096, IdleTimeout: 50 * time.Millisecond}
 		done := make(chan error, 1)
 		go func() {

@@ -28,7 +28,7 @@ type outcome struct {
 	rT   *transfertest.Transport
 }
 
-func pair(t *testing.T, r *transfer.Receiver, s *transfer.Sender, items []transfer.Item, scfg, rcfg transfertest.Config) outcome {
+func pair(t *testing.T, r *transfer.Receiver, s *transfer.Sender, items []transfer.Item, scfg, rcfg *transfertest.Options) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -38,7 +38,7 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 
 		var mu sync.Mutex
 		var win *rdcp.Window
-		rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+		rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
 			if m, err := rdcp.Decode(msg); err == nil {
 				if w, ok := m.(*rdcp.Window); ok {
 					mu.Lock()
@@ -48,7 +48,7 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 			}
 			return transfertest.Deliver
 		}}}
-		st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+		st, rt := transfertest.Pipe(&transfertest.Options{}, rcfg)
 		garbage := bytes.Repeat([]byte{0xA5}, slotSize)
 		rewrites := 0
 		transfer.SetWriteFault(r, func(_ string, off int64, n int) error {
@@ -139,7 +139,7 @@ func TestHandshakeDeadline(t *testing.T) {
 		r.IdleTimeout = time.Hour
 		r.HandshakeTimeout = 200 * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+		st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 		done := make(chan error, 1)
 		go func() {
 			_, err := r.ServeConn(ctx, rt)
@@ -183,20 +183,20 @@ func TestHandshakeCap(t *testing.T) {
 	// counted before the next connects (Serve starts each ServeConn in a
 	// goroutine of its own: which of two connects counts first is not
 	// settled by the order of the Dials).
-	a, _ := ln.Dial(ctx, transfertest.Config{})
+	a, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer a.Close()
 	(&rawPeer{t: t, tr: a, ctx: ctx}).hello()
 	waitHandshakes(t, r, 0)
 	var silent []*transfertest.Transport
 	for i := range 2 {
-		s, _ := ln.Dial(ctx, transfertest.Config{})
+		s, _ := ln.Dial(ctx, &transfertest.Options{})
 		defer s.Close()
 		silent = append(silent, s)
 		waitHandshakes(t, r, i+1)
 	}
 	// The cap is full: the next one is refused at once, busy with
 	// handshakes.
-	c, _ := ln.Dial(ctx, transfertest.Config{})
+	c, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer c.Close()
 	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != rdcp.CodeHandshakeBusy || !strings.Contains(e.Text, "handshake") {
 		t.Errorf("third silent connection: %v %q, want busy with handshakes", e.Code, e.Text)
@@ -205,7 +205,7 @@ func TestHandshakeCap(t *testing.T) {
 	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4), connecting
 	// again while the closed peer's slot is being released.
 	silent[0].Close()
-	rep, err := (&transfer.Sender{}).DialSend(ctx, memDialer(ln, transfertest.Config{}), 10*time.Second, plan(t, filepath.Join(src, "f")))
+	rep, err := (&transfer.Sender{}).DialSend(ctx, memDialer(ln, &transfertest.Options{}), 10*time.Second, plan(t, filepath.Join(src, "f")))
 	if err != nil {
 		t.Fatalf("honest sender: %v", err)
 	}
@@ -232,7 +232,7 @@ func TestReportBounded(t *testing.T) {
 	r.OnFile = func(transfer.FileResult) { streamed++ }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	type res struct {
 		rep *transfer.ConnReport
 		err error
@@ -273,12 +273,12 @@ func TestReportBounded(t *testing.T) {
 // HELLO with hello, and the first FILE with RESUME-OFFSET 0 and window (its
 // address and key filled in from a region it registers when reg is set),
 // then reads nothing more. It returns the sender's outcome.
-func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.Config, hello *rdcp.Hello, window *rdcp.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
+func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest.Options, hello *rdcp.Hello, window *rdcp.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
 	t.Helper()
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, size)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+	st, rt := transfertest.Pipe(&transfertest.Options{}, rcfg)
 	defer rt.Close()
 	p := &rawPeer{t: t, tr: rt, ctx: ctx}
 	go func() {
@@ -317,7 +317,7 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.
 func TestSenderCapsWindow(t *testing.T) {
 	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
 	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
-	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, transfertest.Config{}, hello, window, false)
+	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, &transfertest.Options{}, hello, window, false)
 	if !errors.Is(err, transfer.ErrProtocol) {
 		t.Errorf("sender: %v, want a protocol error for the oversized window", err)
 	}
@@ -332,7 +332,7 @@ func TestSenderCapsWindow(t *testing.T) {
 func TestReceiverStopsReading(t *testing.T) {
 	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 4096}
 	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 4096}
-	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, transfertest.Config{MaxSlots: 4}, hello, window, true)
+	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, &transfertest.Options{MaxSlots: 4}, hello, window, true)
 	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
 		t.Errorf("sender: %v, want ErrPeerGone (the peer takes nothing)", err)
 	}
@@ -347,8 +347,7 @@ func TestCommitNoReplaceWithoutLinks(t *testing.T) {
 	transfer.SetNoHardLinks(r, func(to string) {
 		os.WriteFile(filepath.Join(dst, to), []byte("theirs"), 0o644)
 	})
-	defer transfer.RestoreRename()
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
@@ -366,7 +365,7 @@ func TestCommitNoReplaceWithoutLinks(t *testing.T) {
 	dst = t.TempDir()
 	r = smallReceiver(dst)
 	transfer.SetNoHardLinks(r, nil)
-	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -383,7 +382,7 @@ func TestSessionMACBindsMessages(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
 	r.PSK = key
-	alter := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+	alter := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
 		body := msg
 		m, err := rdcp.Decode(body)
 		if err != nil && len(msg) > rdcp.MACSize {
@@ -397,7 +396,7 @@ func TestSessionMACBindsMessages(t *testing.T) {
 		}
 		return transfertest.Deliver
 	}}}
-	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, &transfertest.Options{})
 	if !errors.Is(o.rerr, transfer.ErrAuthFailed) {
 		t.Errorf("receiver: %v, want the session MAC to fail", o.rerr)
 	}
@@ -421,11 +420,11 @@ func TestResumeKeepAlive(t *testing.T) {
 	}
 	// Each 1 MiB chunk takes 40 ms: 12 chunks, about 0.5 s at each end,
 	// against an idle timeout of 250 ms.
-	transfer.SetHashChunkHook(func() { time.Sleep(40 * time.Millisecond) })
-	defer transfer.SetHashChunkHook(nil)
 	r := smallReceiver(dst)
 	r.IdleTimeout = 250 * time.Millisecond
-	o := pair(t, r, &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	s := &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}
+	transfer.SetHashChunkHook(r, s, func() { time.Sleep(40 * time.Millisecond) })
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

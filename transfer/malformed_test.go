@@ -215,7 +215,7 @@ func TestMalformedRejected(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := ln.Dial(ctx, transfertest.Config{})
+			tr, err := ln.Dial(ctx, &transfertest.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestMalformedRejected(t *testing.T) {
 		}
 	}
 	src := tree(t, t.TempDir(), map[string][]byte{"good": randBytes(20, 3*tSlotSize)})
-	tr, err := ln.Dial(ctx, transfertest.Config{})
+	tr, err := ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

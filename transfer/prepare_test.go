@@ -76,7 +76,7 @@ var _ transfer.WritePreparer = (*preparing)(nil)
 // whose PrepareWrites fails with fail; it returns the other end, the
 // preparing and the channel that gets ServeConn's error.
 func servePreparing(ctx context.Context, r *transfer.Receiver, fail error) (*transfertest.Transport, *preparing, <-chan error) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	p := &preparing{Transport: rt, fail: fail}
 	done := make(chan error, 1)
 	go func() {

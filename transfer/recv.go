@@ -114,6 +114,11 @@ type Receiver struct {
 	writeFault func(name string, off int64, n int) error
 	// noLink, for tests, commits as on a file system without hard links.
 	noLink bool
+	// rename, for tests, replaces renameNoReplace (nil: it).
+	rename func(dirfd int, from, to string) error
+	// hashHook, for tests, runs after each piece of a resumed prefix is
+	// hashed.
+	hashHook func()
 }
 
 var errNoLink = errors.New("hard links disabled (test)")
@@ -244,7 +249,7 @@ func (r *Receiver) Serve(ctx context.Context, ln Listener, onConn func(*ConnRepo
 // ServeConn serves one connection until the sender says BYE (nil error),
 // something fatal happens, or ctx is done. The caller closes t.
 func (r *Receiver) ServeConn(ctx context.Context, t Transport) (*ConnReport, error) {
-	rc := &recvConn{r: r, c: newConn(t, r.idle()), rep: &ConnReport{}}
+	rc := &recvConn{r: r, c: newConn(t, r.idle(), r.hashHook), rep: &ConnReport{}}
 	if p, ok := t.(interface{ Peer() string }); ok {
 		rc.rep.Peer = p.Peer()
 	}
@@ -661,8 +666,8 @@ func hashPrefix(ctx context.Context, c *conn, h hash.Hash, r io.Reader, n int64,
 		if err != nil {
 			return done, err
 		}
-		if hashChunkHook != nil {
-			hashChunkHook()
+		if c.hashHook != nil {
+			c.hashHook()
 		}
 		if err := c.keepAlive(ctx); err != nil {
 			return done, err
@@ -670,9 +675,6 @@ func hashPrefix(ctx context.Context, c *conn, h hash.Hash, r io.Reader, n int64,
 	}
 	return done, nil
 }
-
-// hashChunkHook, for tests, runs after each chunk hashPrefix hashes.
-var hashChunkHook func()
 
 // Slot states of a recvXfer.
 const (
@@ -1162,7 +1164,11 @@ func (rc *recvConn) renameNoReplace(partial, name string) error {
 	}
 	var rerr error
 	if err := raw.Control(func(fd uintptr) {
-		rerr = renameNoReplace(int(fd), path.Base(partial), path.Base(name))
+		rename := renameNoReplace
+		if rc.r.rename != nil {
+			rename = rc.r.rename
+		}
+		rerr = rename(int(fd), path.Base(partial), path.Base(name))
 	}); err != nil {
 		return err
 	}

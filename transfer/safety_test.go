@@ -34,7 +34,7 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	})
 	// Send abs/x and rel/x as directories named like the links.
 	items := plan(t, filepath.Join(src, "abs"), filepath.Join(src, "rel"), filepath.Join(src, "p"), filepath.Join(src, "q"), filepath.Join(src, "victimlink"))
-	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -86,13 +86,13 @@ func TestPSK(t *testing.T) {
 			r.PSK = tc.recv
 			// Record every control message the receiver sends.
 			var sent []rdcp.MsgType
-			rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
+			rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
 				if m, err := rdcp.Decode(b); err == nil {
 					sent = append(sent, m.Type())
 				}
 				return transfertest.Deliver
 			}}}
-			o := pair(t, r, &transfer.Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
+			o := pair(t, r, &transfer.Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, rcfg)
 			if !errors.Is(o.serr, tc.sendErr) || (tc.sendErr == nil) != (o.serr == nil) {
 				t.Errorf("sender: %v, want %v", o.serr, tc.sendErr)
 			}
@@ -124,7 +124,7 @@ func TestPSK(t *testing.T) {
 func TestSenderRefusesImpostor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	p := &rawPeer{t: t, tr: rt, ctx: ctx}
 	errc := make(chan error, 1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("secret")})
@@ -161,7 +161,7 @@ func TestConcurrentSenders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr, err := ln.Dial(ctx, transfertest.Config{})
+			tr, err := ln.Dial(ctx, &transfertest.Options{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -198,7 +198,7 @@ func TestSameNameBusy(t *testing.T) {
 	inFlight, release := make(chan struct{}), make(chan struct{})
 	first := make(chan *transfer.Report, 1)
 	go func() {
-		tr, _ := ln.Dial(ctx, transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+		tr, _ := ln.Dial(ctx, &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 			if i == 1 {
 				close(inFlight)
 				<-release
@@ -213,7 +213,7 @@ func TestSameNameBusy(t *testing.T) {
 		first <- rep
 	}()
 	<-inFlight
-	tr, _ := ln.Dial(ctx, transfertest.Config{})
+	tr, _ := ln.Dial(ctx, &transfertest.Options{})
 	rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
 	tr.Close()
 	close(release)
@@ -236,11 +236,11 @@ func TestMaxConns(t *testing.T) {
 	ln := transfertest.NewListener()
 	go r.Serve(ctx, ln, nil)
 	defer ln.Close()
-	a, _ := ln.Dial(ctx, transfertest.Config{})
+	a, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer a.Close()
 	pa := &rawPeer{t: t, tr: a, ctx: ctx}
 	pa.hello() // the first connection is being served
-	b, _ := ln.Dial(ctx, transfertest.Config{})
+	b, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer b.Close()
 	pb := &rawPeer{t: t, tr: b, ctx: ctx}
 	if e := pb.errorMsg(); e.Code != rdcp.CodeBusy {
@@ -253,7 +253,7 @@ func TestLimits(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
 	r.MaxFileSize = 1000
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
@@ -266,7 +266,7 @@ func TestLimits(t *testing.T) {
 
 	r = smallReceiver(t.TempDir())
 	r.MaxFiles = 2
-	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), &transfertest.Options{}, &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrTooMany) || !errors.Is(o.rerr, transfer.ErrTooMany) {
 		t.Errorf("file count limit: send %v, receive %v", o.serr, o.rerr)
 	}
@@ -280,7 +280,7 @@ func TestWindowNegotiation(t *testing.T) {
 	// The sender asks for less than the receiver allows; the transport's
 	// depth limits the receiver too.
 	r := &transfer.Receiver{Dir: t.TempDir(), Slots: 32, SlotSize: 64 << 10}
-	o := pair(t, r, &transfer.Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{MaxSlots: 2})
+	o := pair(t, r, &transfer.Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{MaxSlots: 2})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

@@ -39,6 +39,10 @@ type Sender struct {
 	IdleTimeout time.Duration
 	// Progress, when set, is called as data moves.
 	Progress func(Progress)
+
+	// hashHook, for tests, runs after each piece of a resumed prefix is
+	// hashed.
+	hashHook func()
 }
 
 // Progress is where a Send is.
@@ -102,7 +106,7 @@ func (s *Sender) send(ctx context.Context, t Transport, items []Item) (rep *Repo
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	sc := &sendConn{s: s, c: newConn(t, idle), rep: &Report{}, items: items}
+	sc := &sendConn{s: s, c: newConn(t, idle, s.hashHook), rep: &Report{}, items: items}
 	for _, it := range items {
 		sc.total += it.Size
 	}
@@ -340,7 +344,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	sum := newFileSum(sc.verify)
 	var sp *specPrefix
 	if resume && size >= prefixPiece && sum.h == nil { // SHA-256 is summed in order, after
-		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs())
+		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs(), sc.c.hashHook)
 		defer func() {
 			if sp != nil {
 				sp.limit.Store(0)

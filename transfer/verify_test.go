@@ -56,10 +56,10 @@ func FuzzCRC32CCombine(f *testing.F) {
 // corruptChunk is a sender Faults hook that flips a bit in every write (the
 // first one, with once) whose data starts with chunk: a chunk corrupted on
 // the way, which the sender writes again when asked.
-func corruptChunk(chunk []byte, once bool) (transfertest.Config, func() int) {
+func corruptChunk(chunk []byte, once bool) (*transfertest.Options, func() int) {
 	var mu sync.Mutex
 	n := 0
-	return transfertest.Config{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
+	return &transfertest.Options{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
 			mu.Lock()
 			defer mu.Unlock()
 			if bytes.HasPrefix(b, chunk) && !(once && n > 0) {
@@ -89,7 +89,7 @@ func TestCorruptChunkResent(t *testing.T) {
 			dst := t.TempDir()
 			chunk := data[tc.chunk*tSlotSize : min((tc.chunk+1)*tSlotSize, len(data))]
 			scfg, corrupted := corruptChunk(chunk, true)
-			o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), scfg, transfertest.Config{})
+			o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), scfg, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -122,7 +122,7 @@ func TestCorruptChunkGivesUp(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"bad": bad, "good": randBytes(43, 3*tSlotSize)})
 	dst := t.TempDir()
 	scfg, corrupted := corruptChunk(bad[2*tSlotSize:3*tSlotSize], false)
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -156,7 +156,7 @@ func TestVerifyModes(t *testing.T) {
 			dst := t.TempDir()
 			r := smallReceiver(dst)
 			r.Verify = v
-			o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -204,7 +204,7 @@ func TestSenderVerifyPreference(t *testing.T) {
 		dst := t.TempDir()
 		r := smallReceiver(dst)
 		r.Verify = tc.recv
-		o := pair(t, r, &transfer.Sender{Verify: tc.send}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+		o := pair(t, r, &transfer.Sender{Verify: tc.send}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 		if tc.ok {
 			if o.serr != nil || o.rerr != nil || !o.srep.OK(1) {
 				t.Errorf("receiver %v, sender asks %v: send %v; receive %v", tc.recv, tc.send, o.serr, o.rerr)
@@ -226,7 +226,7 @@ func TestSenderVerifyPreference(t *testing.T) {
 // A sender of protocol version 2 (before per-chunk CRC32C) is told both
 // versions and to upgrade the sender.
 func TestOldSender(t *testing.T) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -253,7 +253,7 @@ func TestOldSender(t *testing.T) {
 // verify byte is the old reserved field, zero) and refuses it as version 2
 // did; the sender says which end to upgrade.
 func TestOldReceiver(t *testing.T) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -293,7 +293,7 @@ func TestResumeSHA256(t *testing.T) {
 	items := plan(t, filepath.Join(src, "f"))
 	r := smallReceiver(dst)
 	r.Verify = transfer.VerifySHA256
-	o := pair(t, r, &transfer.Sender{}, items, breakAt(9), transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, items, breakAt(9), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v", o.serr)
 	}
@@ -301,7 +301,7 @@ func TestResumeSHA256(t *testing.T) {
 	if err != nil || fi.Size() == 0 || fi.Size()%tSlotSize != 0 {
 		t.Fatalf("partial copy: %v, want whole chunks", err)
 	}
-	o = pair(t, r, &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -322,7 +322,7 @@ func TestCorruptChunksAfterDone(t *testing.T) {
 	dst := t.TempDir()
 	var mu sync.Mutex
 	n2 := 0
-	scfg := transfertest.Config{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
+	scfg := &transfertest.Options{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -334,7 +334,7 @@ func TestCorruptChunksAfterDone(t *testing.T) {
 		}
 		return transfertest.Deliver
 	}}}
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -368,7 +368,7 @@ func TestSenderBoundsResend(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(48, 10*tSlotSize)})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+			st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 			defer rt.Close()
 			p := &rawPeer{t: t, tr: rt, ctx: ctx}
 			rewrites := make(chan int, 1)
@@ -441,7 +441,7 @@ func TestResumeCRC32CLongPrefix(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 			dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): partial})
 			r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 64 << 10, IdleTimeout: 5 * time.Second}
-			o := pair(t, r, &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			o := pair(t, r, &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -466,10 +466,10 @@ func TestResumeSumsAtBothEndsAtOnce(t *testing.T) {
 	dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): data[:prefix]})
 	var mu sync.Mutex
 	pieces := 0 // summed at either end
-	transfer.SetHashChunkHook(func() { mu.Lock(); pieces++; mu.Unlock() })
-	defer transfer.SetHashChunkHook(nil)
+	r, s := smallReceiver(dst), &transfer.Sender{Resume: true}
+	transfer.SetHashChunkHook(r, s, func() { mu.Lock(); pieces++; mu.Unlock() })
 	atOffer := -1
-	rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
+	rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
 		if i != 1 { // 0 HELLO, 1 RESUME-OFFSET
 			return transfertest.Deliver
 		}
@@ -486,7 +486,7 @@ func TestResumeSumsAtBothEndsAtOnce(t *testing.T) {
 		mu.Unlock()
 		return transfertest.Deliver
 	}}}
-	o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, rcfg)
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

@@ -39,7 +39,7 @@ func (n *memNet) Listen(ctx context.Context, addr string, cfg *rdma.Options) (tr
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ln = transfertest.NewListener()
-	n.ln.Config.MaxSlots = cfg.MaxSlots
+	n.ln.Options.MaxSlots = cfg.MaxSlots
 	close(n.ready)
 	return n.ln, nil
 }
@@ -58,7 +58,7 @@ func (n *memNet) Dialer(addr string, cfg *rdma.Options) transfer.DialFunc {
 				return nil, 0, cm.ErrNoListener
 			}
 		}
-		t, err := n.ln.Dial(ctx, transfertest.Config{MaxSlots: cfg.MaxSlots})
+		t, err := n.ln.Dial(ctx, &transfertest.Options{MaxSlots: cfg.MaxSlots})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -325,7 +325,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	rc := make(chan result, 1)
 	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
 	<-nw.ready
-	tr, err := nw.ln.Dial(ctx, transfertest.Config{})
+	tr, err := nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	nw = newMemNet()
 	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
 	<-nw.ready
-	tr, err = nw.ln.Dial(ctx, transfertest.Config{})
+	tr, err = nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestSendBusyReceiver(t *testing.T) {
 		rc <- runCmd(rctx, nw, "recv", "--psk-file", key, "--max-handshakes", "1", dst)
 	}()
 	<-nw.ready
-	holder, err := nw.ln.Dial(ctx, transfertest.Config{})
+	holder, err := nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
