@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
 	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/internal/rdcp"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // conn wraps a Transport with message encoding, decoding and the idle

@@ -3,12 +3,13 @@ package transfer
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/escape"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/rdmago/rdmago/internal/escape"
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Code says what went wrong, on the wire (RESULT, ERROR) and in *Error.

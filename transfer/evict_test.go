@@ -2,12 +2,12 @@ package transfer_test
 
 import (
 	"context"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )

@@ -3,7 +3,6 @@ package transfer_test
 import (
 	"context"
 	"errors"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )

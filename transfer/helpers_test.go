@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )

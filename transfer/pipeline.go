@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // chunkJob is one chunk's work for a chunkPool: read it from a file into a

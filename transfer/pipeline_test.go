@@ -1,11 +1,12 @@
 package transfer
 
 import (
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // The pool moves jobs by value: reading and summing a chunk, or checking

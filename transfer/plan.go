@@ -2,11 +2,12 @@ package transfer
 
 import (
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Item is one thing to send: a regular file or a directory (created, with

@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"io"
 	"os"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Sender sends files over one connection at a time (Send). Its zero value

@@ -3,8 +3,9 @@ package transfer
 import (
 	"bytes"
 	"errors"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Sealed messages open with the same key and number only.

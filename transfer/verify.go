@@ -3,8 +3,9 @@ package transfer
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"hash"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Verify is how a connection checks what it moves; the receiver's policy

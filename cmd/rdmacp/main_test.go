@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 	"github.com/rdmago/rdmago/transfer/transfertest"

@@ -5,13 +5,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/escape"
 	"io"
 	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 )
 

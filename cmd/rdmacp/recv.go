@@ -7,13 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/escape"
 	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/cliflag"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )

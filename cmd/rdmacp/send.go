@@ -7,11 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/escape"
 	"io"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/cliflag"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )

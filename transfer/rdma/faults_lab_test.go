@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
+	"golang.org/x/sys/unix"
 )
 
 // Fault tests over real RDMA (one node: rxe loops back; with two nodes each

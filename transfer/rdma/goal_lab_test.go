@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/rdmago/rdmago/internal/rdcp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 )
 
