@@ -128,7 +128,8 @@ type FileResult struct {
 	Verify Verify
 	Digest [DigestSize]byte
 	CRC32C uint32
-	// Resent counts chunks the receiver asked for again (RESEND).
+	// Resent counts chunks the receiver asked for again (RESEND), in the
+	// receiver's results (ConnReport); a Send counts them in Report.Resent.
 	Resent int
 	// Verified: the receiver checked the checksum (none with VerifyNone)
 	// and the file is in place (for directories: created or present).
