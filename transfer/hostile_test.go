@@ -273,7 +273,7 @@ func TestReportBounded(t *testing.T) {
 // HELLO with hello, and the first FILE with RESUME-OFFSET 0 and window (its
 // address and key filled in from a region it registers when reg is set),
 // then reads nothing more. It returns the sender's outcome.
-func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest.Options, hello *rdcp.Hello, window *rdcp.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
+func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest.Options, hello *rdcp.Hello, window *rdcp.Window, reg bool) (*transfer.Report, *transfertest.Transport, error) {
 	t.Helper()
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, size)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -309,7 +309,7 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest
 		t.Errorf("the sender was still blocked after a minute: %v", err)
 	}
 	st.Close()
-	return rep, err, st
+	return rep, st, err
 }
 
 // A receiver that announces a larger window than the sender asked for is
@@ -317,7 +317,7 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest
 func TestSenderCapsWindow(t *testing.T) {
 	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
 	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
-	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, &transfertest.Options{}, hello, window, false)
+	_, st, err := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, &transfertest.Options{}, hello, window, false)
 	if !errors.Is(err, transfer.ErrProtocol) {
 		t.Errorf("sender: %v, want a protocol error for the oversized window", err)
 	}
@@ -332,7 +332,7 @@ func TestSenderCapsWindow(t *testing.T) {
 func TestReceiverStopsReading(t *testing.T) {
 	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 4096}
 	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 4096}
-	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, &transfertest.Options{MaxSlots: 4}, hello, window, true)
+	_, _, err := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, &transfertest.Options{MaxSlots: 4}, hello, window, true)
 	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
 		t.Errorf("sender: %v, want ErrPeerGone (the peer takes nothing)", err)
 	}

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -168,8 +167,6 @@ func humanDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
-
-var errUsage = errors.New("usage")
 
 // withDefaultPort adds rdma.DefaultPort to an address without a port.
 func withDefaultPort(addr string) string {

@@ -371,7 +371,7 @@ func TestLabTwoNodes(t *testing.T) {
 		el := time.Since(start)
 		t.Logf("sent %d bytes in %v (%.1f MB/s under emulation, %d dial retries)", rep.Bytes, el, float64(rep.Bytes)/el.Seconds()/1e6, retries)
 	default:
-		t.Fatal(fmt.Sprintf("unknown node %q", env.Node))
+		t.Fatalf("unknown node %q", env.Node)
 	}
 }
 
