@@ -14,7 +14,7 @@ import (
 // its mode, before what it contains).
 type Item struct {
 	Path    string // local path
-	Name    string // name at the receiver, passes CheckName
+	Name    string // name at the receiver: relative, '/'-separated (Plan checks it)
 	Kind    Kind
 	Size    int64
 	Mode    fs.FileMode

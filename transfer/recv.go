@@ -35,7 +35,8 @@ const (
 // ServeConn per connection).
 //
 // For every regular file NAME it receives, it
-//   - refuses unsafe names (CheckName) and resolves the rest inside Dir with
+//   - refuses unsafe names (absolute, with "." or ".." components or
+//     control characters, too long) and resolves the rest inside Dir with
 //     os.Root, so neither ".." nor a symbolic link can lead outside Dir;
 //   - refuses to replace an existing NAME unless Force is set;
 //   - writes to ".NAME.rdmacp-partial" beside it, resuming a partial copy
@@ -56,7 +57,7 @@ type Receiver struct {
 	Dir string
 	// Force allows replacing existing files (never directories).
 	Force bool
-	// PSK, when set, is required of every sender (see authMAC).
+	// PSK, when set, is required of every sender (both ends prove it: HMAC-SHA256 over both HELLOs).
 	PSK []byte
 	// Slots and SlotSize bound each transfer's window (defaults
 	// DefaultSlots, DefaultSlotSize); a sender may ask for less.

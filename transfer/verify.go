@@ -18,7 +18,7 @@ const (
 	// after its data; the receiver checks it on the bytes it copied out of
 	// the window, before it writes them, and asks for a chunk that does
 	// not match again (RESEND). The file's checksum is the CRC32C of the
-	// whole content, combined from the chunks' (crc32cCombine). CRC32C
+	// whole content, combined from the chunks' without reading them again. CRC32C
 	// catches accidents on the way, not an attacker: with a pre-shared key
 	// only VerifySHA256 protects the content (DONE's digest carries the
 	// session MAC, and SHA-256 cannot be steered).
