@@ -13,9 +13,6 @@ import (
 	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
-// MinPSKLen is the shortest pre-shared key accepted, in bytes.
-const MinPSKLen = 16
-
 // Authentication with a pre-shared key. Each HELLO carries a fresh random
 // nonce; each end then proves it holds the key with
 //

@@ -186,6 +186,9 @@ func parseVerify(s string) (transfer.Verify, error) {
 	return 0, fmt.Errorf("verification %q: want crc32c (the default), sha256 or none", s)
 }
 
+// minPSKLen is the shortest pre-shared key --psk-file accepts, in bytes.
+const minPSKLen = 16
+
 // readPSKFile reads a pre-shared key: the file's bytes less one trailing
 // newline (so `head -c 32 /dev/urandom | base64 > key` works). Both ends
 // must use the same key.
@@ -196,8 +199,8 @@ func readPSKFile(path string) ([]byte, error) {
 	}
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	b = bytes.TrimSuffix(b, []byte("\r"))
-	if len(b) < transfer.MinPSKLen {
-		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), transfer.MinPSKLen, path)
+	if len(b) < minPSKLen {
+		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), minPSKLen, path)
 	}
 	return b, nil
 }
