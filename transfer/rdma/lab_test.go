@@ -120,7 +120,7 @@ func TestLabTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
+	tr, err := Dial(ctx, a, &Options{WaitForListener: true}) // ctx bounds the wait
 	if err != nil {
 		t.Fatal(err)
 	}
