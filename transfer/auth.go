@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -9,11 +8,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-)
 
-// MinPSKLen is the shortest pre-shared key accepted, in bytes.
-const MinPSKLen = 16
+	"github.com/rdmago/rdmago/internal/escape"
+	"github.com/rdmago/rdmago/internal/rdcp"
+)
 
 // Authentication with a pre-shared key. Each HELLO carries a fresh random
 // nonce; each end then proves it holds the key with
@@ -31,43 +29,27 @@ const (
 	labelReceiver = "rdmacp auth v1 receiver\x00"
 )
 
-func authMAC(psk []byte, label string, helloS, helloR []byte) [MACSize]byte {
+func authMAC(psk []byte, label string, helloS, helloR []byte) [rdcp.MACSize]byte {
 	return hmacSHA256(psk, []byte(label), helloS, helloR)
 }
 
 // hmacSHA256 is HMAC-SHA256(key, the parts one after the other): what the
 // AUTH proofs, the session keys and the session MACs all are.
-func hmacSHA256(key []byte, parts ...[]byte) [MACSize]byte {
+func hmacSHA256(key []byte, parts ...[]byte) [rdcp.MACSize]byte {
 	m := hmac.New(sha256.New, key)
 	for _, p := range parts {
 		m.Write(p)
 	}
-	var out [MACSize]byte
+	var out [rdcp.MACSize]byte
 	m.Sum(out[:0])
 	return out
 }
 
-// ReadPSKFile reads a pre-shared key: the file's bytes less one trailing
-// newline (so `head -c 32 /dev/urandom | base64 > key` works). Both ends
-// must use the same key.
-func ReadPSKFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read pre-shared key: %w", err)
-	}
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	b = bytes.TrimSuffix(b, []byte("\r"))
-	if len(b) < MinPSKLen {
-		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), MinPSKLen, path)
-	}
-	return b, nil
-}
-
 // sendHello sends h with a fresh nonce, flagged HelloPSK when psk is set,
 // and returns the message as sent (for authMAC).
-func (c *conn) sendHello(ctx context.Context, h *Hello, psk []byte) ([]byte, error) {
+func (c *conn) sendHello(ctx context.Context, h *rdcp.Hello, psk []byte) ([]byte, error) {
 	if psk != nil {
-		h.Flags |= HelloPSK
+		h.Flags |= rdcp.HelloPSK
 	}
 	if _, err := rand.Read(h.Nonce[:]); err != nil {
 		return nil, &Error{Code: CodeInternal, Text: fmt.Sprintf("nonce: %v", err)}
@@ -80,7 +62,7 @@ func (c *conn) sendHello(ctx context.Context, h *Hello, psk []byte) ([]byte, err
 
 // recvHello waits for the peer's HELLO (where: what it should have come
 // before) and returns it with the message as received (for authMAC).
-func (c *conn) recvHello(ctx context.Context, where string) (*Hello, []byte, error) {
+func (c *conn) recvHello(ctx context.Context, where string) (*rdcp.Hello, []byte, error) {
 	m, a, err := c.recv(ctx)
 	var e *Error
 	switch {
@@ -91,7 +73,7 @@ func (c *conn) recvHello(ctx context.Context, where string) (*Hello, []byte, err
 	case m == nil:
 		return nil, nil, protoErrorf("unexpected data write %s (immediate %#08x, %d bytes): the peer is not rdmacp", where, a.Imm, a.Len)
 	}
-	h, ok := m.(*Hello)
+	h, ok := m.(*rdcp.Hello)
 	if !ok {
 		return nil, nil, unexpected(m, where)
 	}
@@ -106,7 +88,7 @@ func readText(b []byte) string {
 	if n > show {
 		b, more = b[:show], "..."
 	}
-	return fmt.Sprintf("%d bytes: \"%s\"%s", n, Escape(string(b)), more)
+	return fmt.Sprintf("%d bytes: \"%s\"%s", n, escape.Text(string(b)), more)
 }
 
 // recvAuth waits for the peer's AUTH and checks its MAC, made with label
@@ -117,7 +99,7 @@ func (c *conn) recvAuth(ctx context.Context, psk []byte, label string, helloS, h
 	if err != nil {
 		return err
 	}
-	a, ok := m.(*Auth)
+	a, ok := m.(*rdcp.Auth)
 	if !ok {
 		return unexpected(m, where)
 	}
@@ -157,7 +139,7 @@ func (c *conn) bind(psk []byte, helloS, helloR []byte, sender bool) {
 	c.sendSeq, c.recvSeq = 0, 0
 }
 
-func sessionMAC(key []byte, seq uint64, msg []byte) [MACSize]byte {
+func sessionMAC(key []byte, seq uint64, msg []byte) [rdcp.MACSize]byte {
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], seq)
 	return hmacSHA256(key, n[:], msg)
@@ -165,7 +147,7 @@ func sessionMAC(key []byte, seq uint64, msg []byte) [MACSize]byte {
 
 // sealMessage appends the session MAC of message number seq to msg.
 func sealMessage(msg, key []byte, seq uint64) ([]byte, error) {
-	if len(msg)+MACSize > MaxMessageSize {
+	if len(msg)+rdcp.MACSize > MaxMessageSize {
 		return nil, fmt.Errorf("message of %d bytes has no room for its session MAC", len(msg))
 	}
 	mac := sessionMAC(key, seq, msg)
@@ -175,10 +157,10 @@ func sealMessage(msg, key []byte, seq uint64) ([]byte, error) {
 // openMessage checks the session MAC that ends b (message number seq) and
 // returns the message without it.
 func openMessage(b, key []byte, seq uint64) ([]byte, error) {
-	if len(b) < HeaderSize+MACSize {
-		return nil, &Error{Code: CodeAuthFailed, Text: fmt.Sprintf("a message of %d bytes has no session MAC: the session is keyed (--psk-file), every message after AUTH must carry one", len(b))}
+	if len(b) < rdcp.HeaderSize+rdcp.MACSize {
+		return nil, &Error{Code: CodeAuthFailed, Text: fmt.Sprintf("a message of %d bytes has no session MAC: the session is keyed (a pre-shared key), every message after AUTH must carry one", len(b))}
 	}
-	msg, got := b[:len(b)-MACSize], b[len(b)-MACSize:]
+	msg, got := b[:len(b)-rdcp.MACSize], b[len(b)-rdcp.MACSize:]
 	want := sessionMAC(key, seq, msg)
 	if !hmac.Equal(got, want[:]) {
 		return nil, &Error{Code: CodeAuthFailed, Text: fmt.Sprintf("message %d failed its session MAC: injected, altered, replayed or reordered on the way: connection ended", seq)}

@@ -66,7 +66,7 @@ func BenchmarkTransferVerify(b *testing.B) {
 
 // benchOnce sends items to r over a transfertest.Pipe.
 func benchOnce(b *testing.B, items []transfer.Item, r *transfer.Receiver) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.ServeConn(context.Background(), rt)

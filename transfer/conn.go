@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // conn wraps a Transport with message encoding, decoding and the idle
@@ -21,15 +23,17 @@ type conn struct {
 	sendKey, recvKey []byte
 	sendSeq, recvSeq uint64
 	lastSend         time.Time
+	// hashHook, for tests, runs after each piece of a prefix is hashed.
+	hashHook func()
 }
 
-func newConn(t Transport, idle time.Duration) *conn {
-	return &conn{t: t, idle: idle, buf: make([]byte, 0, MaxMessageSize)}
+func newConn(t Transport, idle time.Duration, hashHook func()) *conn {
+	return &conn{t: t, idle: idle, buf: make([]byte, 0, MaxMessageSize), hashHook: hashHook}
 }
 
 // send encodes and sends m.
-func (c *conn) send(ctx context.Context, m Message) error {
-	b, err := Append(c.buf[:0], m)
+func (c *conn) send(ctx context.Context, m rdcp.Message) error {
+	b, err := rdcp.Append(c.buf[:0], m)
 	if err != nil {
 		return &Error{Code: CodeInternal, Text: err.Error()}
 	}
@@ -54,12 +58,12 @@ func (c *conn) keepAlive(ctx context.Context) error {
 	if c.idle <= 0 || time.Since(c.lastSend) < c.idle/4 {
 		return nil
 	}
-	return c.send(ctx, &KeepAlive{})
+	return c.send(ctx, &rdcp.KeepAlive{})
 }
 
 // open checks and strips the session MAC of a received message (when the
 // session is bound) and decodes it.
-func (c *conn) open(b []byte) (Message, error) {
+func (c *conn) open(b []byte) (rdcp.Message, error) {
 	if c.recvKey != nil {
 		var err error
 		if b, err = openMessage(b, c.recvKey, c.recvSeq); err != nil {
@@ -67,7 +71,8 @@ func (c *conn) open(b []byte) (Message, error) {
 		}
 		c.recvSeq++
 	}
-	return Decode(b)
+	m, err := rdcp.Decode(b)
+	return m, fromWire(err)
 }
 
 // bounded runs op (a Send, WriteImm or Drain, which block while the peer
@@ -91,7 +96,7 @@ func (c *conn) bounded(ctx context.Context, op func(context.Context) error) erro
 // message, or a write (nil Message). An ERROR from the peer comes back as a
 // remote *Error.
 // KEEPALIVEs are taken here (each restarts the idle timeout).
-func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
+func (c *conn) recv(ctx context.Context) (rdcp.Message, Arrival, error) {
 	for {
 		rctx, cancel := ctx, context.CancelFunc(nil)
 		if c.idle > 0 {
@@ -115,7 +120,7 @@ func (c *conn) recv(ctx context.Context) (Message, Arrival, error) {
 
 // arrived takes an arrival: a write gives a nil Message, a KEEPALIVE again
 // (wait for the next), an ERROR the peer's remote *Error.
-func (c *conn) arrived(a Arrival) (m Message, again bool, err error) {
+func (c *conn) arrived(a Arrival) (m rdcp.Message, again bool, err error) {
 	if a.Write {
 		return nil, false, nil
 	}
@@ -124,10 +129,10 @@ func (c *conn) arrived(a Arrival) (m Message, again bool, err error) {
 		return nil, false, err
 	}
 	switch m := m.(type) {
-	case *KeepAlive:
+	case *rdcp.KeepAlive:
 		return nil, true, nil
-	case *ErrorMsg:
-		return nil, false, &Error{Code: m.Code, Text: m.Text, Remote: true}
+	case *rdcp.ErrorMsg:
+		return nil, false, &Error{Code: Code(m.Code), Text: m.Text, Remote: true}
 	}
 	return m, false, nil
 }
@@ -141,7 +146,7 @@ var doneCtx = func() context.Context {
 }()
 
 // poll is recv without waiting: ok is false when nothing has arrived.
-func (c *conn) poll(ctx context.Context) (m Message, a Arrival, ok bool, err error) {
+func (c *conn) poll(ctx context.Context) (m rdcp.Message, a Arrival, ok bool, err error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, a, false, err
@@ -169,13 +174,13 @@ func (c *conn) fail(ctx context.Context, err error) error {
 	c.failed = true
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_ = c.send(sctx, &ErrorMsg{Code: e.Code, Text: truncText(e.Text)})
+	_ = c.send(sctx, &rdcp.ErrorMsg{Code: rdcp.Code(e.Code), Text: rdcp.TruncText(e.Text)})
 	return err
 }
 
 // unexpected is the protocol error for message m (nil: a write) arriving
 // where it does not belong.
-func unexpected(m Message, where string) error {
+func unexpected(m rdcp.Message, where string) error {
 	if m == nil {
 		return protoErrorf("unexpected data write %s", where)
 	}
@@ -201,8 +206,8 @@ func (c *conn) explain(ctx context.Context, err error) error {
 			continue
 		}
 		if m, derr := c.open(a.Msg); derr == nil {
-			if em, ok := m.(*ErrorMsg); ok {
-				return fmt.Errorf("%w (then: %v)", &Error{Code: em.Code, Text: em.Text, Remote: true}, err)
+			if em, ok := m.(*rdcp.ErrorMsg); ok {
+				return fmt.Errorf("%w (then: %v)", &Error{Code: Code(em.Code), Text: em.Text, Remote: true}, err)
 			}
 		}
 	}

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // memDialer connects to ln with cfg for DialSend, one attempt each time.
-func memDialer(ln *transfertest.Listener, cfg transfertest.Config) transfer.DialFunc {
+func memDialer(ln *transfertest.Listener, cfg *transfertest.Options) transfer.DialFunc {
 	return countDials(nil, func(ctx context.Context) (transfer.Transport, error) {
 		t, err := ln.Dial(ctx, cfg)
 		if err != nil {
@@ -59,15 +60,15 @@ func TestBurstOfSenders(t *testing.T) {
 	gate := make(chan struct{})
 	var once sync.Once
 	ln := transfertest.NewListener()
-	ln.Config.Faults.Message = func(_ int, msg []byte) transfertest.Fault {
-		if m, err := transfer.Decode(msg); err == nil {
-			if e, ok := m.(*transfer.ErrorMsg); ok && e.Code == transfer.CodeHandshakeBusy && refused.Add(1) >= n-hands {
+	ln.Options.Faults.Message = func(_ int, msg []byte) transfertest.Fault {
+		if m, err := rdcp.Decode(msg); err == nil {
+			if e, ok := m.(*rdcp.ErrorMsg); ok && e.Code == rdcp.CodeHandshakeBusy && refused.Add(1) >= n-hands {
 				once.Do(func() { close(gate) })
 			}
 		}
 		return transfertest.Deliver
 	}
-	scfg := transfertest.Config{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
+	scfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
 		if i == 0 { // HELLO
 			select {
 			case <-gate:
@@ -131,7 +132,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	ln := transfertest.NewListener()
 	defer ln.Close()
 	go r.Serve(ctx, ln, nil)
-	silent, err := ln.Dial(ctx, transfertest.Config{})
+	silent, err := ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, 100)})
 	var attempts atomic.Int32
 	dial := countDials(&attempts, func(ctx context.Context) (transfer.Transport, error) {
-		tr, err := ln.Dial(ctx, transfertest.Config{})
+		tr, err := ln.Dial(ctx, &transfertest.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -154,12 +155,12 @@ func TestBusyForTheWholeWait(t *testing.T) {
 	if !errors.Is(err, transfer.ErrHandshakeBusy) {
 		t.Fatalf("DialSend: %v, want ErrHandshakeBusy", err)
 	}
-	for _, want := range []string{"stayed busy for the whole wait of 300ms", "--wait", "--max-handshakes"} {
+	for _, want := range []string{"stayed busy for the whole wait of 300ms", "a longer wait", "Receiver.MaxHandshakes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	// Pauses of 25 ms and more (RetryDelay) allow at most 13 attempts in
+	// Pauses of 25 ms and more (retry.Delay) allow at most 13 attempts in
 	// 300 ms; a slow machine makes fewer, never more.
 	a := int(attempts.Load())
 	if a < 2 || a > 13 || rep.BusyRetries != a-1 || len(rep.Files) != 0 {
@@ -177,24 +178,24 @@ func TestBusyForTheWholeWait(t *testing.T) {
 // away busy with handshakes before its HELLO; every other refusal ends
 // the send after one attempt, whatever the wait.
 func TestBusyNotRetried(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 4, SlotSize: tSlotSize}
+	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 4, SlotSize: tSlotSize}
 	for _, c := range []struct {
 		name string
 		// script is the receiver: what it sends after each message it
 		// takes (nil: send without waiting).
-		script []transfer.Message
+		script []rdcp.Message
 		// wantErr is the error DialSend returns; wantFile the file's.
 		wantErr, wantFile error
 	}{
-		{"at its connection limit", []transfer.Message{
-			&transfer.ErrorMsg{Code: transfer.CodeBusy, Text: "the receiver already serves 16 senders"},
+		{"at its connection limit", []rdcp.Message{
+			&rdcp.ErrorMsg{Code: rdcp.CodeBusy, Text: "the receiver already serves 16 senders"},
 		}, transfer.ErrBusy, nil},
-		{"busy with handshakes after its HELLO", []transfer.Message{
-			nil, hello, &transfer.ErrorMsg{Code: transfer.CodeHandshakeBusy, Text: "too late to say so"},
+		{"busy with handshakes after its HELLO", []rdcp.Message{
+			nil, hello, &rdcp.ErrorMsg{Code: rdcp.CodeHandshakeBusy, Text: "too late to say so"},
 		}, transfer.ErrHandshakeBusy, nil},
-		{"name written by another connection", []transfer.Message{
-			nil, hello, nil, &transfer.Result{ID: 1, Code: transfer.CodeBusy, Text: "another sender is writing f right now"},
-			nil, &transfer.Bye{},
+		{"name written by another connection", []rdcp.Message{
+			nil, hello, nil, &rdcp.Result{ID: 1, Code: rdcp.CodeBusy, Text: "another sender is writing f right now"},
+			nil, &rdcp.Bye{},
 		}, nil, transfer.ErrBusy},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,7 +205,7 @@ func TestBusyNotRetried(t *testing.T) {
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			dial := countDials(&attempts, func(ctx context.Context) (transfer.Transport, error) {
-				st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+				st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 				wg.Go(func() {
 					defer rt.Close()
 					for _, m := range c.script {
@@ -215,7 +216,7 @@ func TestBusyNotRetried(t *testing.T) {
 							}
 							continue
 						}
-						b, err := transfer.Encode(m)
+						b, err := rdcp.Encode(m)
 						if err == nil {
 							err = rt.Send(ctx, b)
 						}

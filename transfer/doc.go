@@ -6,8 +6,8 @@
 // # Protocol
 //
 // Control messages go by SEND/RECV; each is a 12-byte header (magic "RDCP",
-// wire version, type, payload length) and a length-checked payload (see
-// wire.go for the layouts). Data goes by RDMA_WRITE_WITH_IMM into a window of
+// wire version, type, payload length) and a length-checked payload (at most
+// MaxMessageSize bytes in all). Data goes by RDMA_WRITE_WITH_IMM into a window of
 // slots the receiver exposes for one transfer at a time. A connection runs:
 //
 //	sender                                  receiver
@@ -32,10 +32,10 @@
 //	                                      ← BYE
 //
 // Either end may send KEEPALIVE (no payload, no answer) while it works
-// without talking — hashing a long partial copy for --resume — so the
+// without talking — hashing a long partial copy to resume — so the
 // peer's idle timeout does not end the connection. With a pre-shared key,
 // every message after the AUTH exchange ends with a session MAC (protocol
-// version 2; see bind in auth.go).
+// version 2).
 //
 // Directories are a FILE of kind directory answered by RESULT at once; an
 // empty remainder (an empty file, a complete partial) has no WINDOW.
@@ -52,14 +52,14 @@
 // data; the receiver copies the chunk out of the window, checks the copy
 // and writes that same copy, on a pool of goroutines beside the one that
 // drives the transport, and asks for a chunk that fails again (RESEND, at
-// most MaxChunkResends times) before crediting its slot. The file's
+// most 4 times) before crediting its slot. The file's
 // checksum is the CRC32C of the whole content, combined from the chunks'
 // without reading them again. With VerifySHA256 the receiver instead hashes
 // what it writes with SHA-256 (what sha256sum prints); with VerifyNone
 // nothing is checked. DONE carries the sender's checksum of the whole
 // content; only when both agree does the receiver fsync, rename into place,
 // and answer RESULT ok with its own, which the sender compares with its
-// own: Verified in a FileResult means both checks passed. --resume compares
+// own: Verified in a FileResult means both checks passed. Resuming (Sender.Resume) compares
 // the prefixes by the same checksum: CRC32C summed in pieces on the pool,
 // at both ends at once (the sender starts on its file while the receiver
 // sums its partial copy), or SHA-256 one end after the other.
@@ -72,11 +72,13 @@
 //
 // # Safety and its limits
 //
-// Names are relative and checked (CheckName) and resolved with os.Root, so
+// Names are relative and checked (not empty, no "", "." or ".." component,
+// no control character, at most 1024 bytes and components of at most 239)
+// and resolved with os.Root, so
 // no name and no symbolic link on the receiver leads outside its directory.
 // Memory is exposed per transfer (WINDOW) and withdrawn when its data is in.
-// A pre-shared key authenticates both ends before anything else (see
-// authMAC) and binds the rest of the session: every later control message
+// A pre-shared key authenticates both ends before anything else (HMAC-SHA256
+// over both HELLOs) and binds the rest of the session: every later control message
 // carries a MAC under a key derived from the handshake, so DONE's and
 // RESULT's digests cannot be rewritten on the wire, and data altered on the
 // way fails verification — with VerifySHA256: a CRC32C can be steered, so

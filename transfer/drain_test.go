@@ -33,7 +33,7 @@ func TestSendDrainPeerGoneAfterResults(t *testing.T) {
 	defer cancel()
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(7, 100<<10)})
 	dst := t.TempDir()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	done := make(chan error, 1)
 	go func() {
 		defer rt.Close()

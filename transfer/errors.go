@@ -7,6 +7,9 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/rdmago/rdmago/internal/escape"
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Code says what went wrong, on the wire (RESULT, ERROR) and in *Error.
@@ -20,7 +23,7 @@ const (
 	CodeAuthRequired Code = 3  // one end has a pre-shared key, the other not
 	CodeAuthFailed   Code = 4  // the pre-shared keys differ
 	CodeBadName      Code = 5  // the name is not a safe relative path
-	CodeExists       Code = 6  // the destination exists (and --force was not given)
+	CodeExists       Code = 6  // the destination exists (and Receiver.Force is not set)
 	CodeTooLarge     Code = 7  // the file exceeds the receiver's size limit
 	CodeTooMany      Code = 8  // more files than the receiver accepts on one connection
 	CodeNoSpace      Code = 9  // the receiver's disk (or quota) is full
@@ -40,7 +43,7 @@ const (
 	// fail with "error code 18" and the receiver's text.
 	CodeHandshakeBusy Code = 18
 	// CodeVerify: the sender refused the receiver's verification policy
-	// (Sender.Verify asks for more than the receiver's --verify).
+	// (Sender.Verify asks for more than Receiver.Verify).
 	CodeVerify Code = 19
 )
 
@@ -72,7 +75,7 @@ type Error struct {
 	Remote bool
 }
 
-// Error says what happened; the text is escaped (Escape): it may come from
+// Error says what happened; the text is escaped: it may come from
 // the peer.
 func (e *Error) Error() string {
 	where := ""
@@ -82,7 +85,7 @@ func (e *Error) Error() string {
 	if e.Text == "" {
 		return where + e.Code.String()
 	}
-	return where + e.Code.String() + ": " + Escape(e.Text)
+	return where + e.Code.String() + ": " + escape.Text(e.Text)
 }
 
 // Is matches any *Error with the same Code.
@@ -121,7 +124,7 @@ var (
 // the core and the command can say what happened.
 var (
 	// ErrPeerGone means the connection broke: the peer closed it, crashed or
-	// became unreachable. Partial files stay on the receiver for --resume.
+	// became unreachable. Partial files stay on the receiver to resume from (Sender.Resume).
 	ErrPeerGone = errors.New("peer gone")
 	// ErrRemoteAccess means a write hit memory the peer did not expose (or no
 	// longer exposes); the connection is broken.
@@ -129,6 +132,30 @@ var (
 	// ErrTransportClosed means the local end was closed.
 	ErrTransportClosed = errors.New("transport closed")
 )
+
+// Window limits: Sender and Receiver Slots and SlotSize are checked against
+// them.
+const (
+	// MaxSlots is the most slots a window may have (the immediate of
+	// each write carries the slot index in 12 bits).
+	MaxSlots = 4096
+	// MaxSlotSize is the largest slot, in bytes.
+	MaxSlotSize = 64 << 20
+	// MaxWindow is the largest window (slots × slot size), in bytes.
+	MaxWindow = 1 << 30
+)
+
+// DigestSize is the size of FileResult.Digest (a SHA-256).
+const DigestSize = 32
+
+// fromWire turns the wire decoders' errors into *Error.
+func fromWire(err error) error {
+	var we *rdcp.Error
+	if errors.As(err, &we) {
+		return &Error{Code: Code(we.Code), Text: we.Text}
+	}
+	return err
+}
 
 func protoErrorf(format string, args ...any) *Error {
 	return &Error{Code: CodeProtocol, Text: fmt.Sprintf(format, args...)}

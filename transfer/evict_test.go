@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -33,15 +34,15 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	start := time.Now()
 	var silent []*rawPeer
 	for i := range 4 {
-		tr, err := ln.Dial(ctx, transfertest.Config{})
+		tr, err := ln.Dial(ctx, &transfertest.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tr.Close()
 		p := &rawPeer{t: t, tr: tr, ctx: ctx}
 		if i%2 == 1 {
-			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK})
-			p.expect(transfer.MsgHello)
+			p.send(&rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Flags: rdcp.HelloPSK})
+			p.expect(rdcp.MsgHello)
 		}
 		silent = append(silent, p)
 		waitHandshakes(t, r, i+1)
@@ -49,7 +50,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	last := time.Now() // the last silent peer's HELLO
 
 	// A fifth connection while all four are fresh: refused at once.
-	c, err := ln.Dial(ctx, transfertest.Config{})
+	c, err := ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	cctx, ccancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	m, err := (&rawPeer{t: t, tr: c, ctx: cctx}).recv()
 	ccancel()
-	if e, ok := m.(*transfer.ErrorMsg); err != nil || !ok || e.Code != transfer.CodeHandshakeBusy {
+	if e, ok := m.(*rdcp.ErrorMsg); err != nil || !ok || e.Code != rdcp.CodeHandshakeBusy {
 		// Admitted (no ERROR): only a machine so slow that the first
 		// silent peer was already past its grace may do that.
 		if time.Since(start) < transfer.DefaultHandshakeGrace {
@@ -68,7 +69,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 	// Past the grace, an honest sender takes the oldest silent peer's
 	// place at its first attempt, long before the handshake timeout.
 	time.Sleep(time.Until(last.Add(transfer.DefaultHandshakeGrace + 100*time.Millisecond)))
-	rep, err := (&transfer.Sender{PSK: key}).DialSend(ctx, memDialer(ln, transfertest.Config{}), 3*time.Second, plan(t, filepath.Join(src, "f")))
+	rep, err := (&transfer.Sender{PSK: key}).DialSend(ctx, memDialer(ln, &transfertest.Options{}), 3*time.Second, plan(t, filepath.Join(src, "f")))
 	if err != nil {
 		t.Fatalf("honest sender behind %d silent handshakes: %v", len(silent), err)
 	}
@@ -77,7 +78,7 @@ func TestSilentHandshakesEvicted(t *testing.T) {
 		t.Errorf("honest sender turned away %d times", rep.BusyRetries)
 	}
 	e := silent[0].errorMsg()
-	if e.Code != transfer.CodeHandshakeBusy || !strings.Contains(e.Text, "sent nothing for") || !strings.Contains(e.Text, "connect again") {
+	if e.Code != rdcp.CodeHandshakeBusy || !strings.Contains(e.Text, "sent nothing for") || !strings.Contains(e.Text, "connect again") {
 		t.Errorf("the oldest silent peer was told %v %q, want busy with handshakes: connect again", e.Code, e.Text)
 	}
 	if n := transfer.Handshakes(r); n != 3 {

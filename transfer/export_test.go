@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/rdmago/rdmago/internal/sys"
+import (
+	"github.com/rdmago/rdmago/internal/sys"
+)
 
 // Hooks for the external tests (package transfer_test), which use
 // transfer/transfertest and so cannot be in package transfer.
@@ -18,21 +20,17 @@ func SetWriteFault(r *Receiver, f func(name string, off int64, n int) error) { r
 // target's base name.
 func SetNoHardLinks(r *Receiver, before func(to string)) {
 	r.noLink = true
-	renameNoReplace = sys.RenameNoReplace
-	if before != nil {
-		renameNoReplace = func(dirfd int, from, to string) error {
+	r.rename = func(dirfd int, from, to string) error {
+		if before != nil {
 			before(to)
-			return sys.RenameNoReplace(dirfd, from, to)
 		}
+		return sys.RenameNoReplace(dirfd, from, to)
 	}
 }
 
-// RestoreRename undoes SetNoHardLinks' hook.
-func RestoreRename() { renameNoReplace = sys.RenameNoReplace }
-
-// SetHashChunkHook makes f run after each chunk of a resumed prefix is
-// hashed (nil: nothing).
-func SetHashChunkHook(f func()) { hashChunkHook = f }
+// SetHashChunkHook makes f run after each piece of a resumed prefix is
+// hashed, at r's end and s's.
+func SetHashChunkHook(r *Receiver, s *Sender, f func()) { r.hashHook, s.hashHook = f, f }
 
 // Handshakes is how many of r's connections are in their handshake (counted
 // against MaxHandshakes).

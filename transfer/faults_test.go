@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -24,8 +25,8 @@ func smallReceiver(dst string) *transfer.Receiver {
 }
 
 // breakAt breaks the connection at the sender's i-th write.
-func breakAt(i int) transfertest.Config {
-	return transfertest.Config{Faults: transfertest.Faults{Write: func(n int, _ []byte) transfertest.Fault {
+func breakAt(i int) *transfertest.Options {
+	return &transfertest.Options{Faults: transfertest.Faults{Write: func(n int, _ []byte) transfertest.Fault {
 		if n == i {
 			return transfertest.Break
 		}
@@ -39,14 +40,14 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
 
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(10), transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(10), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) || !errors.Is(o.rerr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v; receive: %v; want ErrPeerGone on both", o.serr, o.rerr)
 	}
 	if exists(filepath.Join(dst, "f")) {
 		t.Fatal("final file exists after the sender was killed")
 	}
-	partial := filepath.Join(dst, transfer.PartialName("f"))
+	partial := filepath.Join(dst, rdcp.PartialName("f"))
 	fi, err := os.Stat(partial)
 	if err != nil {
 		t.Fatalf("no partial copy kept: %v", err)
@@ -65,7 +66,7 @@ func TestSenderKilledLeavesNoFinalFileThenResume(t *testing.T) {
 	}
 
 	// Resume: only the rest moves.
-	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -83,14 +84,14 @@ func TestResumeWithChangedSourceStartsOver(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
 	items := plan(t, filepath.Join(src, "f"))
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(5), transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, breakAt(5), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v", o.serr)
 	}
 	data[100] ^= 0xff // the prefix the receiver holds no longer matches
 	os.WriteFile(filepath.Join(src, "f"), data, 0o640)
 	items = plan(t, filepath.Join(src, "f"))
-	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -117,8 +118,8 @@ func TestResumeEdgeCases(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-			dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): tc.partial})
-			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): tc.partial})
+			o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: tc.resume}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -142,7 +143,7 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "big"), filepath.Join(src, "small")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive a full disk: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -153,7 +154,7 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 	if !strings.Contains(big.Err.Error(), "no space") {
 		t.Errorf("error does not say what happened: %v", big.Err)
 	}
-	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, transfer.PartialName("big"))) {
+	if exists(filepath.Join(dst, "big")) || exists(filepath.Join(dst, rdcp.PartialName("big"))) {
 		t.Error("something left under the final or partial name after ENOSPC")
 	}
 	if !o.srep.Files[1].Verified {
@@ -171,9 +172,9 @@ func TestDiskFullLeavesNothing(t *testing.T) {
 func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	data := randBytes(11, 9*tSlotSize+1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-	corrupt := func(once bool) transfertest.Config {
+	corrupt := func(once bool) *transfertest.Options {
 		done := false
-		return transfertest.Config{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
+		return &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
 			if i == 3 && !(once && done) {
 				b[7] ^= 1
 				done = true
@@ -183,18 +184,18 @@ func TestCorruptDataDetectedAndRetried(t *testing.T) {
 	}
 	dst := t.TempDir()
 	sha := func() *transfer.Receiver { r := smallReceiver(dst); r.Verify = transfer.VerifySHA256; return r }
-	o := pair(t, sha(), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), transfertest.Config{})
+	o := pair(t, sha(), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), corrupt(false), &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
 	if f := o.srep.Files[0]; f.Verified || !errors.Is(f.Err, transfer.ErrDigest) {
 		t.Errorf("corrupt data: verified=%v err=%v, want ErrDigest", f.Verified, f.Err)
 	}
-	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, transfer.PartialName("f"))) {
+	if exists(filepath.Join(dst, "f")) || exists(filepath.Join(dst, rdcp.PartialName("f"))) {
 		t.Error("corrupt copy left behind")
 	}
 
-	o = pair(t, sha(), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), transfertest.Config{})
+	o = pair(t, sha(), &transfer.Sender{Retries: 1}, plan(t, filepath.Join(src, "f")), corrupt(true), &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -212,31 +213,31 @@ func TestInjectedFaults(t *testing.T) {
 	// Receiver messages: 0 HELLO, 1 RESUME-OFFSET, 2 WINDOW, 3.. CREDIT.
 	for _, tc := range []struct {
 		name       string
-		s, r       transfertest.Config
+		s, r       *transfertest.Options
 		sendErr    error
 		recvErr    error
 		recvSubstr string
 	}{
 		{
 			name:    "dropped write",
-			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(2, transfertest.Drop)}},
+			s:       &transfertest.Options{Faults: transfertest.Faults{Write: faultAt(2, transfertest.Drop)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "expected slot 2 sequence 2",
 		},
 		{
 			name:    "reordered writes",
-			s:       transfertest.Config{Faults: transfertest.Faults{Write: faultAt(1, transfertest.Hold)}},
+			s:       &transfertest.Options{Faults: transfertest.Faults{Write: faultAt(1, transfertest.Hold)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "sequence 2, expected slot 1 sequence 1",
 		},
 		{
 			name:    "reordered credits",
-			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(3, transfertest.Hold)}},
+			r:       &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(3, transfertest.Hold)}},
 			sendErr: transfer.ErrProtocol, recvErr: transfer.ErrProtocol, recvSubstr: "CREDIT",
 		},
 		{
 			name: "corrupted window key",
-			r: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			r: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 2 {
-					b[transfer.HeaderSize+12] ^= 0xff // rkey
+					b[rdcp.HeaderSize+12] ^= 0xff // rkey
 				}
 				return transfertest.Deliver
 			}}},
@@ -244,7 +245,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name: "corrupted magic",
-			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			s: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 { // FILE
 					b[0] ^= 0xff
 				}
@@ -254,7 +255,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name: "corrupted message length",
-			s: transfertest.Config{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
+			s: &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, b []byte) transfertest.Fault {
 				if i == 1 {
 					b[11]++
 				}
@@ -264,7 +265,7 @@ func TestInjectedFaults(t *testing.T) {
 		},
 		{
 			name:    "connection closed by receiver mid-data",
-			r:       transfertest.Config{Faults: transfertest.Faults{Message: faultAt(4, transfertest.Break)}},
+			r:       &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(4, transfertest.Break)}},
 			sendErr: transfer.ErrPeerGone, recvErr: transfer.ErrPeerGone,
 		},
 	} {
@@ -299,8 +300,8 @@ func TestDelaysStillVerify(t *testing.T) {
 	slow := func(i int, _ []byte) transfertest.Fault { time.Sleep(time.Millisecond); return transfertest.Deliver }
 	o := pair(t, smallReceiver(dst), &transfer.Sender{},
 		plan(t, filepath.Join(src, "f")),
-		transfertest.Config{Faults: transfertest.Faults{Message: slow, Write: func(i int, b []byte) transfertest.Fault { return slow(i, b) }}},
-		transfertest.Config{Faults: transfertest.Faults{Message: slow}})
+		&transfertest.Options{Faults: transfertest.Faults{Message: slow, Write: func(i int, b []byte) transfertest.Fault { return slow(i, b) }}},
+		&transfertest.Options{Faults: transfertest.Faults{Message: slow}})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -315,9 +316,9 @@ func TestStalledPeerTimesOut(t *testing.T) {
 	r.IdleTimeout = 200 * time.Millisecond
 	// The sender's confirmation of a resume offset is held back forever: the
 	// receiver waits for it and gives up.
-	tree(t, dst, map[string][]byte{transfer.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
+	tree(t, dst, map[string][]byte{rdcp.PartialName("f"): randBytes(14, 10*tSlotSize)[:tSlotSize]})
 	s := &transfer.Sender{Resume: true, IdleTimeout: 5 * time.Second}
-	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, transfertest.Config{})
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{Faults: transfertest.Faults{Message: faultAt(2, transfertest.Hold)}}, &transfertest.Options{})
 	if !errors.Is(o.rerr, transfer.ErrPeerGone) || !strings.Contains(o.rerr.Error(), "nothing from the peer") {
 		t.Errorf("receiver: %v, want an idle timeout", o.rerr)
 	}
@@ -333,12 +334,12 @@ func TestSourceShrinksWhileSending(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(15, 10*tSlotSize)})
 	dst := t.TempDir()
 	p := filepath.Join(src, "f")
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 2 {
 			os.Truncate(p, 3*tSlotSize+10)
 		}
 		return transfertest.Deliver
-	}}}, transfertest.Config{})
+	}}}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -359,12 +360,12 @@ func TestSenderCancelled(t *testing.T) {
 	dst := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+	st, rt := transfertest.Pipe(&transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 		if i == 7 {
 			cancel()
 		}
 		return transfertest.Deliver
-	}}}, transfertest.Config{})
+	}}}, &transfertest.Options{})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := smallReceiver(dst).ServeConn(context.Background(), rt)
@@ -382,7 +383,7 @@ func TestSenderCancelled(t *testing.T) {
 	if exists(filepath.Join(dst, "f")) {
 		t.Error("final file exists")
 	}
-	if !exists(filepath.Join(dst, transfer.PartialName("f"))) {
+	if !exists(filepath.Join(dst, rdcp.PartialName("f"))) {
 		t.Error("partial copy not kept for --resume")
 	}
 }

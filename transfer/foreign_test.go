@@ -31,7 +31,7 @@ func TestSenderSaysWhatForeignPeerSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+			st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 			defer rt.Close()
 			p := &rawPeer{t: t, tr: rt, ctx: ctx}
 			go func() {

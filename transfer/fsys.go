@@ -1,6 +1,8 @@
 package transfer
 
-import "github.com/rdmago/rdmago/internal/sys"
+import (
+	"github.com/rdmago/rdmago/internal/sys"
+)
 
 // umask is the process's file mode creation mask (022 where it cannot be
 // read), which the receiver applies to the sender's mode.
@@ -10,5 +12,5 @@ func umask() uint32 {
 }
 
 // renameNoReplace is renameat2(RENAME_NOREPLACE) in the directory dirfd
-// (replaced in tests).
-var renameNoReplace = sys.RenameNoReplace
+// (Receiver.rename replaces it in tests).
+func renameNoReplace(dirfd int, from, to string) error { return sys.RenameNoReplace(dirfd, from, to) }

@@ -13,39 +13,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
 
 // seeds are valid messages of every type.
-func seeds() []transfer.Message {
+func seeds() []rdcp.Message {
 	var d [transfer.DigestSize]byte
 	d[3] = 9
-	return []transfer.Message{
-		&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
-		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096},
-		&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Verify: transfer.VerifyNone, Slots: 2, SlotSize: 8192},
-		&transfer.Auth{MAC: d},
-		&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
-		&transfer.File{ID: 2, Kind: transfer.KindDir, Mode: 0o700, Name: "dir"},
-		&transfer.Window{ID: 3, Slots: 4, SlotSize: 4096, RKey: 7, Addr: 1 << 40},
-		&transfer.ResumeOffset{ID: 4, Offset: 99, Digest: d},
-		&transfer.Credit{ID: 5, Consumed: 3},
-		&transfer.Done{ID: 6, Chunks: 2, Digest: d},
-		&transfer.Result{ID: 7, Code: transfer.CodeDigest, Digest: d, Text: "mismatch ü"},
-		&transfer.ErrorMsg{Code: transfer.CodeProtocol, Text: "bad"},
-		&transfer.Bye{},
-		&transfer.KeepAlive{},
-		&transfer.Resend{ID: 8, Chunk: 12345},
+	return []rdcp.Message{
+		&rdcp.Hello{Role: rdcp.RoleSender, Flags: rdcp.HelloPSK, MinVersion: 1, MaxVersion: 3, Slots: 16, SlotSize: 1 << 20},
+		&rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 1, SlotSize: 4096},
+		&rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Verify: rdcp.VerifyNone, Slots: 2, SlotSize: 8192},
+		&rdcp.Auth{MAC: d},
+		&rdcp.File{ID: 1, Kind: rdcp.KindFile, Flags: rdcp.FileResume, Mode: 0o755, Size: 12345, MTime: -5, Name: "a/b/c"},
+		&rdcp.File{ID: 2, Kind: rdcp.KindDir, Mode: 0o700, Name: "dir"},
+		&rdcp.Window{ID: 3, Slots: 4, SlotSize: 4096, RKey: 7, Addr: 1 << 40},
+		&rdcp.ResumeOffset{ID: 4, Offset: 99, Digest: d},
+		&rdcp.Credit{ID: 5, Consumed: 3},
+		&rdcp.Done{ID: 6, Chunks: 2, Digest: d},
+		&rdcp.Result{ID: 7, Code: rdcp.CodeDigest, Digest: d, Text: "mismatch ü"},
+		&rdcp.ErrorMsg{Code: rdcp.CodeProtocol, Text: "bad"},
+		&rdcp.Bye{},
+		&rdcp.KeepAlive{},
+		&rdcp.Resend{ID: 8, Chunk: 12345},
 	}
 }
 
 // checkCanonical: whatever a decoder accepts re-encodes to the same bytes
 // (so there is one encoding per message, and the encoder never produces
 // what the decoder rejects).
-func checkCanonical(t *testing.T, b []byte, m transfer.Message) {
+func checkCanonical(t *testing.T, b []byte, m rdcp.Message) {
 	t.Helper()
-	again, err := transfer.Encode(m)
+	again, err := rdcp.Encode(m)
 	if err != nil {
 		t.Fatalf("decoded %+v does not encode: %v", m, err)
 	}
@@ -59,52 +60,52 @@ func checkCanonical(t *testing.T, b []byte, m transfer.Message) {
 
 func FuzzDecode(f *testing.F) {
 	for _, m := range seeds() {
-		b, _ := transfer.Encode(m)
+		b, _ := rdcp.Encode(m)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := transfer.Decode(b)
+		m, err := rdcp.Decode(b)
 		if err != nil {
-			var e *transfer.Error
-			if !errors.As(err, &e) || (e.Code != transfer.CodeProtocol && e.Code != transfer.CodeVersion) {
+			var e *rdcp.Error
+			if !errors.As(err, &e) || (e.Code != rdcp.CodeProtocol && e.Code != rdcp.CodeVersion) {
 				t.Fatalf("error %v is not a protocol/version *Error", err)
 			}
 			return
 		}
 		checkCanonical(t, b, m)
-		if f, ok := m.(*transfer.File); ok {
+		if f, ok := m.(*rdcp.File); ok {
 			checkSafeName(t, f.Name)
 		}
 	})
 }
 
 func FuzzDecodeHeader(f *testing.F) {
-	b, _ := transfer.Encode(&transfer.Bye{})
+	b, _ := rdcp.Encode(&rdcp.Bye{})
 	f.Add(b)
-	f.Add(header(transfer.MsgFile, transfer.MaxPayload+1))
+	f.Add(header(rdcp.MsgFile, rdcp.MaxPayload+1))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := transfer.DecodeHeader(b)
+		h, err := rdcp.DecodeHeader(b)
 		if err != nil {
 			return
 		}
-		if h.Magic != transfer.Magic || h.Version != transfer.WireVersion || h.Length > transfer.MaxPayload || len(b) < transfer.HeaderSize {
+		if h.Magic != rdcp.Magic || h.Version != rdcp.WireVersion || h.Length > rdcp.MaxPayload || len(b) < rdcp.HeaderSize {
 			t.Fatalf("accepted header %+v", h)
 		}
 	})
 }
 
 // fuzzPayload fuzzes one payload decoder.
-func fuzzPayload[M transfer.Message](f *testing.F, typ transfer.MsgType, decode func([]byte) (M, error)) {
+func fuzzPayload[M rdcp.Message](f *testing.F, typ rdcp.MsgType, decode func([]byte) (M, error)) {
 	for _, m := range seeds() {
 		if m.Type() == typ {
-			b, _ := transfer.Encode(m)
-			f.Add(b[transfer.HeaderSize:])
+			b, _ := rdcp.Encode(m)
+			f.Add(b[rdcp.HeaderSize:])
 		}
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		m, err := decode(p)
 		if err != nil {
-			if !errors.Is(err, transfer.ErrProtocol) {
+			if !errors.Is(err, rdcp.ErrProtocol) {
 				t.Fatalf("error %v is not a protocol error", err)
 			}
 			return
@@ -114,21 +115,21 @@ func fuzzPayload[M transfer.Message](f *testing.F, typ transfer.MsgType, decode 
 	})
 }
 
-func FuzzDecodeHello(f *testing.F)  { fuzzPayload(f, transfer.MsgHello, transfer.DecodeHello) }
-func FuzzDecodeAuth(f *testing.F)   { fuzzPayload(f, transfer.MsgAuth, transfer.DecodeAuth) }
-func FuzzDecodeFile(f *testing.F)   { fuzzPayload(f, transfer.MsgFile, transfer.DecodeFile) }
-func FuzzDecodeWindow(f *testing.F) { fuzzPayload(f, transfer.MsgWindow, transfer.DecodeWindow) }
+func FuzzDecodeHello(f *testing.F)  { fuzzPayload(f, rdcp.MsgHello, rdcp.DecodeHello) }
+func FuzzDecodeAuth(f *testing.F)   { fuzzPayload(f, rdcp.MsgAuth, rdcp.DecodeAuth) }
+func FuzzDecodeFile(f *testing.F)   { fuzzPayload(f, rdcp.MsgFile, rdcp.DecodeFile) }
+func FuzzDecodeWindow(f *testing.F) { fuzzPayload(f, rdcp.MsgWindow, rdcp.DecodeWindow) }
 func FuzzDecodeResumeOffset(f *testing.F) {
-	fuzzPayload(f, transfer.MsgResumeOffset, transfer.DecodeResumeOffset)
+	fuzzPayload(f, rdcp.MsgResumeOffset, rdcp.DecodeResumeOffset)
 }
-func FuzzDecodeCredit(f *testing.F) { fuzzPayload(f, transfer.MsgCredit, transfer.DecodeCredit) }
-func FuzzDecodeDone(f *testing.F)   { fuzzPayload(f, transfer.MsgDone, transfer.DecodeDone) }
-func FuzzDecodeResult(f *testing.F) { fuzzPayload(f, transfer.MsgResult, transfer.DecodeResult) }
-func FuzzDecodeError(f *testing.F)  { fuzzPayload(f, transfer.MsgError, transfer.DecodeError) }
-func FuzzDecodeBye(f *testing.F)    { fuzzPayload(f, transfer.MsgBye, transfer.DecodeBye) }
-func FuzzDecodeResend(f *testing.F) { fuzzPayload(f, transfer.MsgResend, transfer.DecodeResend) }
+func FuzzDecodeCredit(f *testing.F) { fuzzPayload(f, rdcp.MsgCredit, rdcp.DecodeCredit) }
+func FuzzDecodeDone(f *testing.F)   { fuzzPayload(f, rdcp.MsgDone, rdcp.DecodeDone) }
+func FuzzDecodeResult(f *testing.F) { fuzzPayload(f, rdcp.MsgResult, rdcp.DecodeResult) }
+func FuzzDecodeError(f *testing.F)  { fuzzPayload(f, rdcp.MsgError, rdcp.DecodeError) }
+func FuzzDecodeBye(f *testing.F)    { fuzzPayload(f, rdcp.MsgBye, rdcp.DecodeBye) }
+func FuzzDecodeResend(f *testing.F) { fuzzPayload(f, rdcp.MsgResend, rdcp.DecodeResend) }
 func FuzzDecodeKeepAlive(f *testing.F) {
-	fuzzPayload(f, transfer.MsgKeepAlive, transfer.DecodeKeepAlive)
+	fuzzPayload(f, rdcp.MsgKeepAlive, rdcp.DecodeKeepAlive)
 }
 
 // checkSafeName: an accepted name stays inside any directory it is joined to.
@@ -138,21 +139,21 @@ func checkSafeName(t *testing.T, name string) {
 		t.Fatalf("CheckName accepted %q", name)
 	}
 	for c := range strings.SplitSeq(name, "/") {
-		if c == ".." || c == "." || c == "" || len(c) > transfer.MaxComponentLen {
+		if c == ".." || c == "." || c == "" || len(c) > rdcp.MaxComponentLen {
 			t.Fatalf("CheckName accepted %q (component %q)", name, c)
 		}
 	}
-	if len(path.Base(transfer.PartialName(name))) > 255 {
+	if len(path.Base(rdcp.PartialName(name))) > 255 {
 		t.Fatalf("partial name of %q exceeds NAME_MAX", name)
 	}
 }
 
 func FuzzCheckName(f *testing.F) {
-	for _, s := range []string{"a", "a/b", "../x", "/abs", "a//b", ".", "x" + transfer.PartialSuffix, strings.Repeat("y", 240)} {
+	for _, s := range []string{"a", "a/b", "../x", "/abs", "a//b", ".", "x" + rdcp.PartialSuffix, strings.Repeat("y", 240)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if transfer.CheckName(name) == nil {
+		if rdcp.CheckName(name) == nil {
 			checkSafeName(t, name)
 		}
 	})
@@ -168,29 +169,29 @@ func FuzzCheckName(f *testing.F) {
 // 4-byte length), any other a control message sent as is.
 func FuzzReceiver(f *testing.F) {
 	rec := func(b []byte) []byte { return append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...) }
-	msg := func(m transfer.Message) []byte { b, _ := transfer.Encode(m); return rec(b) }
+	msg := func(m rdcp.Message) []byte { b, _ := rdcp.Encode(m); return rec(b) }
 	write := func(imm uint32, n uint32) []byte {
 		b := []byte{0xff}
 		b = binary.BigEndian.AppendUint32(b, imm)
 		return rec(binary.BigEndian.AppendUint32(b, n))
 	}
 	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 5, Name: "f"}), write(0, 5), msg(&transfer.Done{ID: 1, Chunks: 1}), msg(&transfer.Bye{})))
-	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindDir, Mode: 0o755, Name: "d"}), msg(&transfer.File{ID: 2, Kind: transfer.KindFile, Name: "d/e"}), msg(&transfer.Done{ID: 2}), msg(&transfer.Bye{})))
-	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Flags: transfer.FileResume, Size: 9000, Name: "p"}), msg(&transfer.ResumeOffset{ID: 1}), write(0, 4096), write(transfer.EncodeImm(1, 1), 4096)))
-	f.Add(join(msg(&transfer.Credit{ID: 1, Consumed: 1})))
+	f.Add(join(msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 5, Name: "f"}), write(0, 5), msg(&rdcp.Done{ID: 1, Chunks: 1}), msg(&rdcp.Bye{})))
+	f.Add(join(msg(&rdcp.File{ID: 1, Kind: rdcp.KindDir, Mode: 0o755, Name: "d"}), msg(&rdcp.File{ID: 2, Kind: rdcp.KindFile, Name: "d/e"}), msg(&rdcp.Done{ID: 2}), msg(&rdcp.Bye{})))
+	f.Add(join(msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Flags: rdcp.FileResume, Size: 9000, Name: "p"}), msg(&rdcp.ResumeOffset{ID: 1}), write(0, 4096), write(rdcp.EncodeImm(1, 1), 4096)))
+	f.Add(join(msg(&rdcp.Credit{ID: 1, Consumed: 1})))
 	// The default verification: each chunk's write carries its CRC32C
 	// (ChunkCRCSize more bytes); the receiver asks for bad ones again.
-	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 5, Name: "f"}), write(0, 5+transfer.ChunkCRCSize), write(0, 5+transfer.ChunkCRCSize), msg(&transfer.Done{ID: 1, Chunks: 1}), msg(&transfer.Bye{})))
-	f.Add(join(msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 9000, Name: "g"}), write(0, 4096+transfer.ChunkCRCSize), msg(&transfer.Done{ID: 1, Chunks: 3}), write(transfer.EncodeImm(1, 1), 4096+transfer.ChunkCRCSize), write(0, 4096+transfer.ChunkCRCSize)))
+	f.Add(join(msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 5, Name: "f"}), write(0, 5+rdcp.ChunkCRCSize), write(0, 5+rdcp.ChunkCRCSize), msg(&rdcp.Done{ID: 1, Chunks: 1}), msg(&rdcp.Bye{})))
+	f.Add(join(msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 9000, Name: "g"}), write(0, 4096+rdcp.ChunkCRCSize), msg(&rdcp.Done{ID: 1, Chunks: 3}), write(rdcp.EncodeImm(1, 1), 4096+rdcp.ChunkCRCSize), write(0, 4096+rdcp.ChunkCRCSize)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		outer := t.TempDir()
 		dst := filepath.Join(outer, "dst")
 		os.Mkdir(dst, 0o755)
-		os.WriteFile(filepath.Join(dst, transfer.PartialName("p")), []byte("partial"), 0o600)
+		os.WriteFile(filepath.Join(dst, rdcp.PartialName("p")), []byte("partial"), 0o600)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, rt := transfertest.Pipe(transfertest.Config{MaxSlots: 4}, transfertest.Config{MaxSlots: 4})
+		st, rt := transfertest.Pipe(&transfertest.Options{MaxSlots: 4}, &transfertest.Options{MaxSlots: 4})
 		r := &transfer.Receiver{Dir: dst, Slots: 2, SlotSize: 4096, IdleTimeout: 50 * time.Millisecond}
 		done := make(chan error, 1)
 		go func() {
@@ -206,7 +207,7 @@ func FuzzReceiver(f *testing.F) {
 			}
 		}()
 		p := &rawPeer{t: t, tr: st, ctx: ctx}
-		p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+		p.send(&rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 		for len(in) >= 2 {
 			n := int(binary.BigEndian.Uint16(in))
 			in = in[2:]
@@ -244,7 +245,7 @@ func FuzzReceiver(f *testing.F) {
 			if strings.HasPrefix(rel, "..") {
 				t.Fatalf("file outside the destination: %s", q)
 			}
-			if strings.HasSuffix(q, transfer.PartialSuffix) {
+			if strings.HasSuffix(q, rdcp.PartialSuffix) {
 				return nil
 			}
 			if fi, _ := d.Info(); fi != nil && fi.Size() != 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -27,7 +28,7 @@ type outcome struct {
 	rT   *transfertest.Transport
 }
 
-func pair(t *testing.T, r *transfer.Receiver, s *transfer.Sender, items []transfer.Item, scfg, rcfg transfertest.Config) outcome {
+func pair(t *testing.T, r *transfer.Receiver, s *transfer.Sender, items []transfer.Item, scfg, rcfg *transfertest.Options) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -138,7 +139,7 @@ func sameTree(t *testing.T, src, dst string) {
 func noPartials(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, transfer.PartialSuffix) {
+		if err == nil && strings.HasSuffix(p, rdcp.PartialSuffix) {
 			t.Errorf("partial copy left: %s", p)
 		}
 		return nil

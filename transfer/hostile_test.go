@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -36,10 +37,10 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 		r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, IdleTimeout: 5 * time.Second, Verify: v}
 
 		var mu sync.Mutex
-		var win *transfer.Window
-		rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
-			if m, err := transfer.Decode(msg); err == nil {
-				if w, ok := m.(*transfer.Window); ok {
+		var win *rdcp.Window
+		rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+			if m, err := rdcp.Decode(msg); err == nil {
+				if w, ok := m.(*rdcp.Window); ok {
 					mu.Lock()
 					win = w
 					mu.Unlock()
@@ -47,7 +48,7 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 			}
 			return transfertest.Deliver
 		}}}
-		st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+		st, rt := transfertest.Pipe(&transfertest.Options{}, rcfg)
 		garbage := bytes.Repeat([]byte{0xA5}, slotSize)
 		rewrites := 0
 		transfer.SetWriteFault(r, func(_ string, off int64, n int) error {
@@ -60,7 +61,7 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 			if w == nil {
 				return nil
 			}
-			stride := uint64(v.Stride(int(w.SlotSize)))
+			stride := uint64(rdcp.Stride(rdcp.Verify(v), int(w.SlotSize)))
 			rem := transfer.RemoteRegion{Addr: w.Addr, RKey: w.RKey, Len: uint64(w.Slots) * stride}
 			slot := uint64(off) / uint64(w.SlotSize) % uint64(w.Slots)
 			if err := st.WriteRaw(rem, slot*stride, garbage[:n]); err != nil {
@@ -105,8 +106,8 @@ func testRewrittenSlotCannotLie(t *testing.T, v transfer.Verify) {
 					t.Errorf("slot %d: reported verified with %x, the file on disk hashes to %x", slotSize, f.Digest, sha256.Sum256(got))
 				}
 			case transfer.VerifyCRC32C:
-				if f.Verify != v || transfer.CRC32C(got) != f.CRC32C {
-					t.Errorf("slot %d: reported verified (%v) with CRC32C %08x, the file on disk sums to %08x", slotSize, f.Verify, f.CRC32C, transfer.CRC32C(got))
+				if f.Verify != v || rdcp.CRC32C(got) != f.CRC32C {
+					t.Errorf("slot %d: reported verified (%v) with CRC32C %08x, the file on disk sums to %08x", slotSize, f.Verify, f.CRC32C, rdcp.CRC32C(got))
 				}
 			}
 		}
@@ -129,8 +130,8 @@ func TestHandshakeDeadline(t *testing.T) {
 	}{
 		{"silent", nil, func(*rawPeer) {}},
 		{"hello then silent", []byte("0123456789abcdef0123456789abcdef"), func(p *rawPeer) {
-			p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK})
-			p.expect(transfer.MsgHello)
+			p.send(&rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Flags: rdcp.HelloPSK})
+			p.expect(rdcp.MsgHello)
 		}},
 	} {
 		r := smallReceiver(t.TempDir())
@@ -138,7 +139,7 @@ func TestHandshakeDeadline(t *testing.T) {
 		r.IdleTimeout = time.Hour
 		r.HandshakeTimeout = 200 * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+		st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 		done := make(chan error, 1)
 		go func() {
 			_, err := r.ServeConn(ctx, rt)
@@ -182,29 +183,29 @@ func TestHandshakeCap(t *testing.T) {
 	// counted before the next connects (Serve starts each ServeConn in a
 	// goroutine of its own: which of two connects counts first is not
 	// settled by the order of the Dials).
-	a, _ := ln.Dial(ctx, transfertest.Config{})
+	a, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer a.Close()
 	(&rawPeer{t: t, tr: a, ctx: ctx}).hello()
 	waitHandshakes(t, r, 0)
 	var silent []*transfertest.Transport
 	for i := range 2 {
-		s, _ := ln.Dial(ctx, transfertest.Config{})
+		s, _ := ln.Dial(ctx, &transfertest.Options{})
 		defer s.Close()
 		silent = append(silent, s)
 		waitHandshakes(t, r, i+1)
 	}
 	// The cap is full: the next one is refused at once, busy with
 	// handshakes.
-	c, _ := ln.Dial(ctx, transfertest.Config{})
+	c, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer c.Close()
-	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != transfer.CodeHandshakeBusy || !strings.Contains(e.Text, "handshake") {
+	if e := (&rawPeer{t: t, tr: c, ctx: ctx}).errorMsg(); e.Code != rdcp.CodeHandshakeBusy || !strings.Contains(e.Text, "handshake") {
 		t.Errorf("third silent connection: %v %q, want busy with handshakes", e.Code, e.Text)
 	}
 	// One silent peer leaves: an honest sender gets in while the other
 	// still holds its slot (MaxConns has room: 1 + 1 + 1 of 4), connecting
 	// again while the closed peer's slot is being released.
 	silent[0].Close()
-	rep, err := (&transfer.Sender{}).DialSend(ctx, memDialer(ln, transfertest.Config{}), 10*time.Second, plan(t, filepath.Join(src, "f")))
+	rep, err := (&transfer.Sender{}).DialSend(ctx, memDialer(ln, &transfertest.Options{}), 10*time.Second, plan(t, filepath.Join(src, "f")))
 	if err != nil {
 		t.Fatalf("honest sender: %v", err)
 	}
@@ -231,7 +232,7 @@ func TestReportBounded(t *testing.T) {
 	r.OnFile = func(transfer.FileResult) { streamed++ }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	type res struct {
 		rep *transfer.ConnReport
 		err error
@@ -247,13 +248,13 @@ func TestReportBounded(t *testing.T) {
 	const n = 3000
 	for i := range n {
 		// Rejected at once (too large): what a flood of FILEs does.
-		p.send(&transfer.File{ID: uint32(i + 1), Kind: transfer.KindFile, Mode: 0o644, Size: 1 << 50, Name: "f"})
-		if m := p.expect(transfer.MsgResult).(*transfer.Result); m.Code != transfer.CodeTooLarge {
+		p.send(&rdcp.File{ID: uint32(i + 1), Kind: rdcp.KindFile, Mode: 0o644, Size: 1 << 50, Name: "f"})
+		if m := p.expect(rdcp.MsgResult).(*rdcp.Result); m.Code != rdcp.CodeTooLarge {
 			t.Fatalf("FILE %d: %v", i, m.Code)
 		}
 	}
-	p.send(&transfer.Bye{})
-	p.expect(transfer.MsgBye)
+	p.send(&rdcp.Bye{})
+	p.expect(rdcp.MsgBye)
 	got := <-done
 	if got.err != nil {
 		t.Fatal(got.err)
@@ -272,12 +273,12 @@ func TestReportBounded(t *testing.T) {
 // HELLO with hello, and the first FILE with RESUME-OFFSET 0 and window (its
 // address and key filled in from a region it registers when reg is set),
 // then reads nothing more. It returns the sender's outcome.
-func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.Config, hello *transfer.Hello, window *transfer.Window, reg bool) (*transfer.Report, error, *transfertest.Transport) {
+func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg *transfertest.Options, hello *rdcp.Hello, window *rdcp.Window, reg bool) (*transfer.Report, *transfertest.Transport, error) {
 	t.Helper()
 	src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(90, size)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, rcfg)
+	st, rt := transfertest.Pipe(&transfertest.Options{}, rcfg)
 	defer rt.Close()
 	p := &rawPeer{t: t, tr: rt, ctx: ctx}
 	go func() {
@@ -289,10 +290,10 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.
 		if err != nil {
 			return
 		}
-		if _, ok := m.(*transfer.File); !ok {
+		if _, ok := m.(*rdcp.File); !ok {
 			return
 		}
-		p.send(&transfer.ResumeOffset{ID: 1})
+		p.send(&rdcp.ResumeOffset{ID: 1})
 		if reg {
 			w, err := rt.Register(int(window.Slots*window.SlotSize), true)
 			if err != nil {
@@ -308,15 +309,15 @@ func fakeReceiver(t *testing.T, s *transfer.Sender, size int, rcfg transfertest.
 		t.Errorf("the sender was still blocked after a minute: %v", err)
 	}
 	st.Close()
-	return rep, err, st
+	return rep, st, err
 }
 
 // A receiver that announces a larger window than the sender asked for is
 // refused before the sender stages anything.
 func TestSenderCapsWindow(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
-	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
-	_, err, st := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, transfertest.Config{}, hello, window, false)
+	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 1 << 20}
+	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 1 << 20}
+	_, st, err := fakeReceiver(t, &transfer.Sender{Slots: 2, SlotSize: 4096, IdleTimeout: 5 * time.Second}, 1<<20, &transfertest.Options{}, hello, window, false)
 	if !errors.Is(err, transfer.ErrProtocol) {
 		t.Errorf("sender: %v, want a protocol error for the oversized window", err)
 	}
@@ -329,9 +330,9 @@ func TestSenderCapsWindow(t *testing.T) {
 // the sender's writes block) makes the sender fail with ErrPeerGone within
 // its idle timeout, not hang.
 func TestReceiverStopsReading(t *testing.T) {
-	hello := &transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 64, SlotSize: 4096}
-	window := &transfer.Window{ID: 1, Slots: 64, SlotSize: 4096}
-	_, err, _ := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, transfertest.Config{MaxSlots: 4}, hello, window, true)
+	hello := &rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 64, SlotSize: 4096}
+	window := &rdcp.Window{ID: 1, Slots: 64, SlotSize: 4096}
+	_, _, err := fakeReceiver(t, &transfer.Sender{IdleTimeout: 300 * time.Millisecond}, 100*4096, &transfertest.Options{MaxSlots: 4}, hello, window, true)
 	if !errors.Is(err, transfer.ErrPeerGone) || !strings.Contains(err.Error(), "taken nothing") {
 		t.Errorf("sender: %v, want ErrPeerGone (the peer takes nothing)", err)
 	}
@@ -346,8 +347,7 @@ func TestCommitNoReplaceWithoutLinks(t *testing.T) {
 	transfer.SetNoHardLinks(r, func(to string) {
 		os.WriteFile(filepath.Join(dst, to), []byte("theirs"), 0o644)
 	})
-	defer transfer.RestoreRename()
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
@@ -357,7 +357,7 @@ func TestCommitNoReplaceWithoutLinks(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "theirs" {
 		t.Errorf("the file that appeared was overwritten: %q", b)
 	}
-	if !exists(filepath.Join(dst, transfer.PartialName("f"))) {
+	if !exists(filepath.Join(dst, rdcp.PartialName("f"))) {
 		t.Error("the verified copy was not kept")
 	}
 
@@ -365,7 +365,7 @@ func TestCommitNoReplaceWithoutLinks(t *testing.T) {
 	dst = t.TempDir()
 	r = smallReceiver(dst)
 	transfer.SetNoHardLinks(r, nil)
-	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -382,21 +382,21 @@ func TestSessionMACBindsMessages(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
 	r.PSK = key
-	alter := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
+	alter := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, msg []byte) transfertest.Fault {
 		body := msg
-		m, err := transfer.Decode(body)
-		if err != nil && len(msg) > transfer.MACSize {
-			body = msg[:len(msg)-transfer.MACSize]
-			m, err = transfer.Decode(body)
+		m, err := rdcp.Decode(body)
+		if err != nil && len(msg) > rdcp.MACSize {
+			body = msg[:len(msg)-rdcp.MACSize]
+			m, err = rdcp.Decode(body)
 		}
-		if f, ok := m.(*transfer.File); ok && err == nil {
+		if f, ok := m.(*rdcp.File); ok && err == nil {
 			f.Mode = 0o777
-			b, _ := transfer.Encode(f)
+			b, _ := rdcp.Encode(f)
 			copy(body, b)
 		}
 		return transfertest.Deliver
 	}}}
-	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{PSK: key}, plan(t, filepath.Join(src, "f")), alter, &transfertest.Options{})
 	if !errors.Is(o.rerr, transfer.ErrAuthFailed) {
 		t.Errorf("receiver: %v, want the session MAC to fail", o.rerr)
 	}
@@ -415,16 +415,16 @@ func TestResumeKeepAlive(t *testing.T) {
 	data := randBytes(93, prefix+5000)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dst, transfer.PartialName("f")), data[:prefix], 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dst, rdcp.PartialName("f")), data[:prefix], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// Each 1 MiB chunk takes 40 ms: 12 chunks, about 0.5 s at each end,
 	// against an idle timeout of 250 ms.
-	transfer.SetHashChunkHook(func() { time.Sleep(40 * time.Millisecond) })
-	defer transfer.SetHashChunkHook(nil)
 	r := smallReceiver(dst)
 	r.IdleTimeout = 250 * time.Millisecond
-	o := pair(t, r, &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	s := &transfer.Sender{Resume: true, IdleTimeout: 250 * time.Millisecond}
+	transfer.SetHashChunkHook(r, s, func() { time.Sleep(40 * time.Millisecond) })
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

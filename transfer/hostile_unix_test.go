@@ -24,7 +24,7 @@ func TestUmaskApplies(t *testing.T) {
 	}
 	os.Chmod(p, 0o666)
 	dst := t.TempDir()
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, p), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -51,7 +51,7 @@ func TestSenderRefusesSwappedSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, transfertest.Config{}, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
@@ -73,7 +73,7 @@ func TestSenderRefusesSwappedSymlink(t *testing.T) {
 	items = plan(t, filepath.Join(src, "g"))
 	os.WriteFile(filepath.Join(src, "g.new"), []byte("another file"), 0o644)
 	os.Rename(filepath.Join(src, "g.new"), filepath.Join(src, "g")) // a new inode
-	o = pair(t, smallReceiver(t.TempDir()), &transfer.Sender{}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, smallReceiver(t.TempDir()), &transfer.Sender{}, items, &transfertest.Options{}, &transfertest.Options{})
 	if r := o.srep.Files[0]; r.Verified || r.Err == nil || !strings.Contains(r.Err.Error(), "replaced") {
 		t.Errorf("replaced file: verified=%v %v, want refused", r.Verified, r.Err)
 	}

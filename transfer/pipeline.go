@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // chunkJob is one chunk's work for a chunkPool: read it from a file into a
@@ -82,13 +84,13 @@ func (p *chunkPool) run(j *chunkJob) {
 			return
 		}
 		if j.crc {
-			j.sum = CRC32C(j.buf[:j.n])
+			j.sum = rdcp.CRC32C(j.buf[:j.n])
 			binary.BigEndian.PutUint32(j.buf[j.n:], j.sum)
 		}
 		return
 	}
 	if j.crc {
-		j.sum = CRC32C(j.buf[:j.n])
+		j.sum = rdcp.CRC32C(j.buf[:j.n])
 		if j.sum != binary.BigEndian.Uint32(j.buf[j.n:]) {
 			j.bad = true
 			return
@@ -176,7 +178,7 @@ const prefixPiece = 1 << 20
 // pool's goroutines at once, and combines the pieces' CRCs in order; bufs
 // has a buffer of prefixPiece+ChunkCRCSize bytes per job in flight. It sends
 // KEEPALIVEs on c meanwhile (a long prefix takes longer than the peer's
-// idle timeout) and runs hashChunkHook after each piece.
+// idle timeout) and runs c.hashHook after each piece.
 func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, off, n int64, bufs [][]byte) (uint32, error) {
 	var crc uint32
 	pieces := (n + prefixPiece - 1) / prefixPiece
@@ -217,8 +219,8 @@ func prefixCRC(ctx context.Context, c *conn, p *chunkPool, f *os.File, off, n in
 			crc = crc32cCombine(crc, sums[i], k)
 		}
 		next++
-		if hashChunkHook != nil {
-			hashChunkHook()
+		if c.hashHook != nil {
+			c.hashHook()
 		}
 		if err := c.keepAlive(ctx); err != nil {
 			p.drain()
@@ -239,10 +241,11 @@ type specPrefix struct {
 	done  chan struct{}
 	crcs  []uint32
 	err   error
+	hook  func() // for tests: after each piece
 }
 
-func startSpecPrefix(p *chunkPool, f *os.File, size int64, bufs [][]byte) *specPrefix {
-	sp := &specPrefix{done: make(chan struct{})}
+func startSpecPrefix(p *chunkPool, f *os.File, size int64, bufs [][]byte, hook func()) *specPrefix {
+	sp := &specPrefix{done: make(chan struct{}), hook: hook}
 	sp.limit.Store(size / prefixPiece)
 	go sp.run(p, f, bufs)
 	return sp
@@ -292,8 +295,8 @@ func (sp *specPrefix) run(p *chunkPool, f *os.File, bufs [][]byte) {
 		}
 		sp.crcs = append(sp.crcs, crc)
 		next++
-		if hashChunkHook != nil {
-			hashChunkHook()
+		if sp.hook != nil {
+			sp.hook()
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // The pool moves jobs by value: reading and summing a chunk, or checking
@@ -31,21 +33,21 @@ func TestChunkPoolNoAllocs(t *testing.T) {
 	}
 	defer out.Close()
 	rc := &recvConn{r: &Receiver{}}
-	x := &recvFile{f: out, m: &File{Name: "dst"}}
+	x := &recvFile{f: out, m: &rdcp.File{Name: "dst"}}
 	for _, procs := range []int{1, 2} {
 		old := runtime.GOMAXPROCS(procs)
 		p := newChunkPool(rc, 4)
 		if p.inline != (procs == 1) {
 			t.Errorf("GOMAXPROCS %d: inline %v", procs, p.inline)
 		}
-		buf := make([]byte, len(data)+ChunkCRCSize)
+		buf := make([]byte, len(data)+rdcp.ChunkCRCSize)
 		const n = 4096
 		allocs := testing.AllocsPerRun(200, func() {
-			p.submit(chunkJob{seq: 1, off: n, buf: buf[:n+ChunkCRCSize], n: n, crc: true, f: in})
+			p.submit(chunkJob{seq: 1, off: n, buf: buf[:n+rdcp.ChunkCRCSize], n: n, crc: true, f: in})
 			r := p.wait()
 			p.submit(chunkJob{seq: 1, off: n, buf: r.buf, n: n, crc: true, x: x})
 			w := p.wait()
-			if r.err != nil || w.err != nil || w.bad || r.sum != CRC32C(data[n:2*n]) {
+			if r.err != nil || w.err != nil || w.bad || r.sum != rdcp.CRC32C(data[n:2*n]) {
 				t.Fatalf("read %v (crc %08x), write %v (bad %v)", r.err, r.sum, w.err, w.bad)
 			}
 		})
@@ -67,11 +69,11 @@ func TestChunkPoolOrder(t *testing.T) {
 	defer p.close()
 	bufs := make([][]byte, 8)
 	for i := range bufs {
-		bufs[i] = make([]byte, (8-i)*4096+ChunkCRCSize) // the first jobs take longest
+		bufs[i] = make([]byte, (8-i)*4096+rdcp.ChunkCRCSize) // the first jobs take longest
 	}
 	for round := range 20 {
 		for i, b := range bufs {
-			p.submit(chunkJob{seq: uint64(i), buf: b, n: len(b) - ChunkCRCSize, crc: true, x: &recvFile{}})
+			p.submit(chunkJob{seq: uint64(i), buf: b, n: len(b) - rdcp.ChunkCRCSize, crc: true, x: &recvFile{}})
 		}
 		for i := range bufs {
 			j, ok := p.poll()

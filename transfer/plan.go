@@ -6,13 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Item is one thing to send: a regular file or a directory (created, with
 // its mode, before what it contains).
 type Item struct {
 	Path    string // local path
-	Name    string // name at the receiver, passes CheckName
+	Name    string // name at the receiver: relative, '/'-separated (Plan checks it)
 	Kind    Kind
 	Size    int64
 	Mode    fs.FileMode
@@ -35,7 +37,7 @@ type Item struct {
 func Plan(paths ...string) (items []Item, skipped []string, err error) {
 	seen := map[string]string{}
 	add := func(it Item) error {
-		if err := CheckName(it.Name); err != nil {
+		if err := rdcp.CheckName(it.Name); err != nil {
 			return fmt.Errorf("cannot send %s: %v", it.Path, err)
 		}
 		if prev, ok := seen[it.Name]; ok {
@@ -119,4 +121,23 @@ func typeName(m fs.FileMode) string {
 		return "socket"
 	}
 	return m.String()
+}
+
+// Kind is what an Item (or a FileResult) is.
+type Kind uint8
+
+// Kinds.
+const (
+	KindFile Kind = 1 // a regular file, data follows
+	KindDir  Kind = 2 // a directory, no data
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFile:
+		return "file"
+	case KindDir:
+		return "directory"
+	}
+	return fmt.Sprintf("kind %d", uint8(k))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -40,7 +41,7 @@ func (p *preparing) events() []string {
 
 // msgType names a raw (possibly sealed) message by its header's type.
 func msgType(b []byte) string {
-	h, err := transfer.DecodeHeader(b)
+	h, err := rdcp.DecodeHeader(b)
 	if err != nil {
 		return "malformed"
 	}
@@ -75,7 +76,7 @@ var _ transfer.WritePreparer = (*preparing)(nil)
 // whose PrepareWrites fails with fail; it returns the other end, the
 // preparing and the channel that gets ServeConn's error.
 func servePreparing(ctx context.Context, r *transfer.Receiver, fail error) (*transfertest.Transport, *preparing, <-chan error) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	p := &preparing{Transport: rt, fail: fail}
 	done := make(chan error, 1)
 	go func() {
@@ -145,7 +146,7 @@ func TestPrepareWritesAfterAuth(t *testing.T) {
 // preparing fails, is told so before any WINDOW.
 func TestPrepareWritesNeverBeforeAuth(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	hello := &transfer.Hello{Role: transfer.RoleSender, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Flags: transfer.HelloPSK}
+	hello := &rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Flags: rdcp.HelloPSK}
 	for _, c := range []struct {
 		name string
 		peer func(ctx context.Context, st *transfertest.Transport) error
@@ -154,7 +155,7 @@ func TestPrepareWritesNeverBeforeAuth(t *testing.T) {
 		{"hello then silent", func(ctx context.Context, st *transfertest.Transport) error {
 			p := &rawPeer{t: t, tr: st, ctx: ctx}
 			p.send(hello)
-			p.expect(transfer.MsgHello)
+			p.expect(rdcp.MsgHello)
 			return nil
 		}},
 		{"wrong key", func(ctx context.Context, st *transfertest.Transport) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -21,11 +22,11 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	victim := filepath.Join(outside, "victim")
 	os.WriteFile(victim, []byte("precious"), 0o644)
 	dst := t.TempDir()
-	os.Symlink(outside, filepath.Join(dst, "abs"))                                           // absolute link out
-	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))                      // relative link out (if siblings)
-	os.Symlink(victim, filepath.Join(dst, transfer.PartialName("p")))                        // a planted partial
-	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, transfer.PartialName("q"))) // a planted dangling partial
-	os.Symlink(victim, filepath.Join(dst, "victimlink"))                                     // final name is a link out
+	os.Symlink(outside, filepath.Join(dst, "abs"))                                       // absolute link out
+	os.Symlink("../"+filepath.Base(outside), filepath.Join(dst, "rel"))                  // relative link out (if siblings)
+	os.Symlink(victim, filepath.Join(dst, rdcp.PartialName("p")))                        // a planted partial
+	os.Symlink(filepath.Join(outside, "new"), filepath.Join(dst, rdcp.PartialName("q"))) // a planted dangling partial
+	os.Symlink(victim, filepath.Join(dst, "victimlink"))                                 // final name is a link out
 
 	src := tree(t, t.TempDir(), map[string][]byte{
 		"abs/x": []byte("via abs"), "rel/x": []byte("via rel"), "p": []byte("p data"), "q": []byte("q data"),
@@ -33,7 +34,7 @@ func TestSymlinkEscapesRefused(t *testing.T) {
 	})
 	// Send abs/x and rel/x as directories named like the links.
 	items := plan(t, filepath.Join(src, "abs"), filepath.Join(src, "rel"), filepath.Join(src, "p"), filepath.Join(src, "q"), filepath.Join(src, "victimlink"))
-	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -84,14 +85,14 @@ func TestPSK(t *testing.T) {
 			r := smallReceiver(dst)
 			r.PSK = tc.recv
 			// Record every control message the receiver sends.
-			var sent []transfer.MsgType
-			rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
-				if m, err := transfer.Decode(b); err == nil {
+			var sent []rdcp.MsgType
+			rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(_ int, b []byte) transfertest.Fault {
+				if m, err := rdcp.Decode(b); err == nil {
 					sent = append(sent, m.Type())
 				}
 				return transfertest.Deliver
 			}}}
-			o := pair(t, r, &transfer.Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
+			o := pair(t, r, &transfer.Sender{PSK: tc.send}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, rcfg)
 			if !errors.Is(o.serr, tc.sendErr) || (tc.sendErr == nil) != (o.serr == nil) {
 				t.Errorf("sender: %v, want %v", o.serr, tc.sendErr)
 			}
@@ -104,7 +105,7 @@ func TestPSK(t *testing.T) {
 			}
 			// Refused before any memory was exposed or any file touched.
 			for _, m := range sent {
-				if m == transfer.MsgWindow || m == transfer.MsgResumeOffset {
+				if m == rdcp.MsgWindow || m == rdcp.MsgResumeOffset {
 					t.Errorf("receiver sent %v without authentication (sent %v)", m, sent)
 				}
 			}
@@ -123,7 +124,7 @@ func TestPSK(t *testing.T) {
 func TestSenderRefusesImpostor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	p := &rawPeer{t: t, tr: rt, ctx: ctx}
 	errc := make(chan error, 1)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("secret")})
@@ -131,11 +132,11 @@ func TestSenderRefusesImpostor(t *testing.T) {
 		_, err := (&transfer.Sender{PSK: []byte("0123456789abcdef")}).Send(ctx, st, plan(t, filepath.Join(src, "f")))
 		errc <- err
 	}()
-	p.expect(transfer.MsgHello)
-	p.send(&transfer.Hello{Role: transfer.RoleReceiver, Flags: transfer.HelloPSK, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Slots: 1, SlotSize: 4096})
-	p.expect(transfer.MsgAuth)
-	p.send(&transfer.Auth{}) // a guess
-	if e := p.errorMsg(); e.Code != transfer.CodeAuthFailed {
+	p.expect(rdcp.MsgHello)
+	p.send(&rdcp.Hello{Role: rdcp.RoleReceiver, Flags: rdcp.HelloPSK, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Slots: 1, SlotSize: 4096})
+	p.expect(rdcp.MsgAuth)
+	p.send(&rdcp.Auth{}) // a guess
+	if e := p.errorMsg(); e.Code != rdcp.CodeAuthFailed {
 		t.Errorf("sender's ERROR %v, want auth failed", e.Code)
 	}
 	if err := <-errc; !errors.Is(err, transfer.ErrAuthFailed) {
@@ -160,7 +161,7 @@ func TestConcurrentSenders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tr, err := ln.Dial(ctx, transfertest.Config{})
+			tr, err := ln.Dial(ctx, &transfertest.Options{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -197,7 +198,7 @@ func TestSameNameBusy(t *testing.T) {
 	inFlight, release := make(chan struct{}), make(chan struct{})
 	first := make(chan *transfer.Report, 1)
 	go func() {
-		tr, _ := ln.Dial(ctx, transfertest.Config{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
+		tr, _ := ln.Dial(ctx, &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, _ []byte) transfertest.Fault {
 			if i == 1 {
 				close(inFlight)
 				<-release
@@ -212,7 +213,7 @@ func TestSameNameBusy(t *testing.T) {
 		first <- rep
 	}()
 	<-inFlight
-	tr, _ := ln.Dial(ctx, transfertest.Config{})
+	tr, _ := ln.Dial(ctx, &transfertest.Options{})
 	rep, err := (&transfer.Sender{}).Send(ctx, tr, items)
 	tr.Close()
 	close(release)
@@ -235,14 +236,14 @@ func TestMaxConns(t *testing.T) {
 	ln := transfertest.NewListener()
 	go r.Serve(ctx, ln, nil)
 	defer ln.Close()
-	a, _ := ln.Dial(ctx, transfertest.Config{})
+	a, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer a.Close()
 	pa := &rawPeer{t: t, tr: a, ctx: ctx}
 	pa.hello() // the first connection is being served
-	b, _ := ln.Dial(ctx, transfertest.Config{})
+	b, _ := ln.Dial(ctx, &transfertest.Options{})
 	defer b.Close()
 	pb := &rawPeer{t: t, tr: b, ctx: ctx}
-	if e := pb.errorMsg(); e.Code != transfer.CodeBusy {
+	if e := pb.errorMsg(); e.Code != rdcp.CodeBusy {
 		t.Errorf("second connection: %v %q, want busy", e.Code, e.Text)
 	}
 }
@@ -252,20 +253,20 @@ func TestLimits(t *testing.T) {
 	dst := t.TempDir()
 	r := smallReceiver(dst)
 	r.MaxFileSize = 1000
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "b")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
 	if !o.srep.Files[0].Verified || !errors.Is(o.srep.Files[1].Err, transfer.ErrTooLarge) {
 		t.Errorf("size limit: %v / %v", o.srep.Files[0].Err, o.srep.Files[1].Err)
 	}
-	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, transfer.PartialName("b"))) {
+	if exists(filepath.Join(dst, "b")) || exists(filepath.Join(dst, rdcp.PartialName("b"))) {
 		t.Error("oversized file left something")
 	}
 
 	r = smallReceiver(t.TempDir())
 	r.MaxFiles = 2
-	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "a"), filepath.Join(src, "c"), filepath.Join(src, "d")), &transfertest.Options{}, &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrTooMany) || !errors.Is(o.rerr, transfer.ErrTooMany) {
 		t.Errorf("file count limit: send %v, receive %v", o.serr, o.rerr)
 	}
@@ -279,13 +280,13 @@ func TestWindowNegotiation(t *testing.T) {
 	// The sender asks for less than the receiver allows; the transport's
 	// depth limits the receiver too.
 	r := &transfer.Receiver{Dir: t.TempDir(), Slots: 32, SlotSize: 64 << 10}
-	o := pair(t, r, &transfer.Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{MaxSlots: 2})
+	o := pair(t, r, &transfer.Sender{Slots: 3, SlotSize: 8192}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{MaxSlots: 2})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
 	allVerified(t, o.srep, 1)
 	// Each slot holds a chunk of 8192 bytes and its CRC32C.
-	slot := transfer.VerifyCRC32C.Stride(8192)
+	slot := rdcp.Stride(rdcp.VerifyCRC32C, 8192)
 	if _, peak, _ := o.rT.Registered(); peak != 2*slot {
 		t.Errorf("receiver window peak %d, want 2×%d", peak, slot)
 	}

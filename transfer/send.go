@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Sender sends files over one connection at a time (Send). Its zero value
@@ -38,6 +40,10 @@ type Sender struct {
 	IdleTimeout time.Duration
 	// Progress, when set, is called as data moves.
 	Progress func(Progress)
+
+	// hashHook, for tests, runs after each piece of a resumed prefix is
+	// hashed.
+	hashHook func()
 }
 
 // Progress is where a Send is.
@@ -101,7 +107,7 @@ func (s *Sender) send(ctx context.Context, t Transport, items []Item) (rep *Repo
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	sc := &sendConn{s: s, c: newConn(t, idle), rep: &Report{}, items: items}
+	sc := &sendConn{s: s, c: newConn(t, idle, s.hashHook), rep: &Report{}, items: items}
 	for _, it := range items {
 		sc.total += it.Size
 	}
@@ -182,7 +188,7 @@ func (sc *sendConn) run(ctx context.Context) error {
 	// Every item has its RESULT by now: a receiver that has already gone
 	// (its disconnect can overtake our BYE, or its BYE) costs only the
 	// courtesy, not the transfer.
-	if err := sc.c.send(ctx, &Bye{}); err != nil {
+	if err := sc.c.send(ctx, &rdcp.Bye{}); err != nil {
 		if errors.Is(err, ErrPeerGone) {
 			return nil
 		}
@@ -195,14 +201,14 @@ func (sc *sendConn) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := m.(*Bye); !ok {
+	if _, ok := m.(*rdcp.Bye); !ok {
 		return unexpected(m, "while waiting for BYE")
 	}
 	return nil
 }
 
 func (sc *sendConn) handshake(ctx context.Context) error {
-	hs := &Hello{Role: RoleSender, MinVersion: ProtocolVersion, MaxVersion: ProtocolVersion,
+	hs := &rdcp.Hello{Role: rdcp.RoleSender, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion,
 		Slots: uint32(min(max(sc.s.Slots, 0), MaxSlots)), SlotSize: uint32(min(max(sc.s.SlotSize, 0), MaxSlotSize))}
 	helloS, err := sc.c.sendHello(ctx, hs, sc.s.PSK)
 	if err != nil {
@@ -213,21 +219,21 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 		return olderReceiver(err)
 	}
 	sc.greeted = true
-	sc.verify = hr.Verify.or() // zero: the default
+	sc.verify = Verify(hr.Verify).or() // zero: the default
 	sc.rep.Verify = sc.verify
 	switch {
-	case hr.Role != RoleReceiver:
+	case hr.Role != rdcp.RoleReceiver:
 		return protoErrorf("HELLO from a %v: the listening end must be a receiver", hr.Role)
-	case hr.MinVersion != ProtocolVersion || hr.MaxVersion != ProtocolVersion:
-		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver picked protocol version %d..%d, this sender speaks %d: run the same rdmacp version on both ends", hr.MinVersion, hr.MaxVersion, ProtocolVersion)}
-	case sc.s.Verify != 0 && hr.Verify.or().strength() < sc.s.Verify.strength():
-		return &Error{Code: CodeVerify, Text: fmt.Sprintf("the receiver verifies with %v, this sender asks for at least %v: start the receiver with --verify %v, or send with --verify %v", hr.Verify.or(), sc.s.Verify, sc.s.Verify, hr.Verify.or())}
+	case hr.MinVersion != rdcp.ProtocolVersion || hr.MaxVersion != rdcp.ProtocolVersion:
+		return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver picked protocol version %d..%d, this sender speaks %d: run the same rdmacp version on both ends", hr.MinVersion, hr.MaxVersion, rdcp.ProtocolVersion)}
+	case sc.s.Verify != 0 && Verify(hr.Verify).or().strength() < sc.s.Verify.strength():
+		return &Error{Code: CodeVerify, Text: fmt.Sprintf("the receiver verifies with %v, this sender asks for at least %v (Sender.Verify): the receiver's policy (Receiver.Verify) must be %v or stronger, or the sender must accept %v", Verify(hr.Verify).or(), sc.s.Verify, sc.s.Verify, Verify(hr.Verify).or())}
 	case hr.Slots == 0 || hr.SlotSize == 0 || uint64(hr.Slots)*uint64(hr.SlotSize) > MaxWindow:
 		return protoErrorf("the receiver offers an unusable window of %d×%d bytes", hr.Slots, hr.SlotSize)
-	case sc.s.PSK != nil && hr.Flags&HelloPSK == 0:
-		return &Error{Code: CodeAuthRequired, Text: "this sender has a pre-shared key but the receiver has none: start the receiver with the same --psk-file (refusing to send to an unauthenticated receiver)"}
-	case sc.s.PSK == nil && hr.Flags&HelloPSK != 0:
-		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key: run the sender with --psk-file"}
+	case sc.s.PSK != nil && hr.Flags&rdcp.HelloPSK == 0:
+		return &Error{Code: CodeAuthRequired, Text: "this sender has a pre-shared key (Sender.PSK) but the receiver has none (Receiver.PSK): refusing to send to an unauthenticated receiver"}
+	case sc.s.PSK == nil && hr.Flags&rdcp.HelloPSK != 0:
+		return &Error{Code: CodeAuthRequired, Text: "the receiver requires a pre-shared key (Receiver.PSK) and this sender has none (Sender.PSK)"}
 	}
 	if (sc.s.Slots > 0 && int64(hr.Slots) > int64(hs.Slots)) || (sc.s.SlotSize > 0 && int64(hr.SlotSize) > int64(hs.SlotSize)) {
 		return protoErrorf("the receiver offers a window of %d×%d bytes, more than the %d×%d this sender asked for", hr.Slots, hr.SlotSize, hs.Slots, hs.SlotSize)
@@ -236,11 +242,11 @@ func (sc *sendConn) handshake(ctx context.Context) error {
 	if sc.s.PSK == nil {
 		return nil
 	}
-	if err := sc.c.send(ctx, &Auth{MAC: authMAC(sc.s.PSK, labelSender, helloS, helloR)}); err != nil {
+	if err := sc.c.send(ctx, &rdcp.Auth{MAC: authMAC(sc.s.PSK, labelSender, helloS, helloR)}); err != nil {
 		return err
 	}
 	if err := sc.c.recvAuth(ctx, sc.s.PSK, labelReceiver, helloS, helloR, "before the receiver's AUTH",
-		"the receiver's proof of the pre-shared key is wrong: use the same --psk-file on both ends"); err != nil {
+		"the receiver's proof of the pre-shared key is wrong (Sender.PSK, Receiver.PSK): both ends must use the same key"); err != nil {
 		return err
 	}
 	sc.c.bind(sc.s.PSK, helloS, helloR, true)
@@ -257,11 +263,11 @@ func olderReceiver(err error) error {
 	}
 	if i := strings.Index(e.Text, "this receiver "); i >= 0 {
 		var v int
-		if _, serr := fmt.Sscanf(e.Text[i:], "this receiver %d", &v); serr == nil && v < int(ProtocolVersion) {
-			return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver speaks protocol version %d, this sender %d: upgrade rdmacp on the receiver (it said: %s)", v, ProtocolVersion, e.Text)}
+		if _, serr := fmt.Sscanf(e.Text[i:], "this receiver %d", &v); serr == nil && v < int(rdcp.ProtocolVersion) {
+			return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver speaks protocol version %d, this sender %d: upgrade rdmacp on the receiver (it said: %s)", v, rdcp.ProtocolVersion, e.Text)}
 		}
 	}
-	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver refused protocol version %d: run the same rdmacp version on both ends (it said: %s)", ProtocolVersion, e.Text)}
+	return &Error{Code: CodeVersion, Text: fmt.Sprintf("the receiver refused protocol version %d: run the same rdmacp version on both ends (it said: %s)", rdcp.ProtocolVersion, e.Text)}
 }
 
 func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {
@@ -273,7 +279,7 @@ func (sc *sendConn) progress(it Item, fileDone, fileSize int64, finished bool) {
 }
 
 // recvCtl receives a control message; data writes are not for senders.
-func (sc *sendConn) recvCtl(ctx context.Context) (Message, error) {
+func (sc *sendConn) recvCtl(ctx context.Context) (rdcp.Message, error) {
 	m, _, err := sc.c.recv(ctx)
 	if err == nil && m == nil {
 		return nil, unexpected(nil, "at the sender")
@@ -290,7 +296,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	defer func() { res.Duration = time.Since(start) }()
 
 	if it.Kind == KindDir {
-		fm := &File{ID: sc.id, Kind: KindDir, Mode: uint32(it.Mode.Perm()), MTime: it.ModTime.UnixNano(), Name: it.Name}
+		fm := &rdcp.File{ID: sc.id, Kind: rdcp.KindDir, Mode: uint32(it.Mode.Perm()), MTime: it.ModTime.UnixNano(), Name: it.Name}
 		if err := sc.c.send(ctx, fm); err != nil {
 			return res, err
 		}
@@ -326,10 +332,10 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	}
 	size := st.Size()
 	res.Size = size
-	fm := &File{ID: sc.id, Kind: KindFile, Mode: uint32(st.Mode().Perm()), Size: uint64(size),
+	fm := &rdcp.File{ID: sc.id, Kind: rdcp.KindFile, Mode: uint32(st.Mode().Perm()), Size: uint64(size),
 		MTime: st.ModTime().UnixNano(), Name: it.Name}
 	if resume {
-		fm.Flags |= FileResume
+		fm.Flags |= rdcp.FileResume
 	}
 	if err := sc.c.send(ctx, fm); err != nil {
 		return res, err
@@ -339,7 +345,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	sum := newFileSum(sc.verify)
 	var sp *specPrefix
 	if resume && size >= prefixPiece && sum.h == nil { // SHA-256 is summed in order, after
-		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs())
+		sp = startSpecPrefix(sc.pool(), f, size, sc.prefixBufs(), sc.c.hashHook)
 		defer func() {
 			if sp != nil {
 				sp.limit.Store(0)
@@ -351,11 +357,11 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 	if err != nil {
 		return res, err
 	}
-	var ro *ResumeOffset
+	var ro *rdcp.ResumeOffset
 	switch m := m.(type) {
-	case *Result:
+	case *rdcp.Result:
 		return res, sc.early(&res, m)
-	case *ResumeOffset:
+	case *rdcp.ResumeOffset:
 		ro = m
 	default:
 		return res, unexpected(m, fmt.Sprintf("while waiting for RESUME-OFFSET of transfer %d", sc.id))
@@ -371,7 +377,7 @@ func (sc *sendConn) sendItem(ctx context.Context, it Item, resume bool) (res Fil
 		// Sum our prefix: resume only if both ends hold the same bytes.
 		d, err := sc.prefixSum(ctx, sum, f, int64(ro.Offset), sp)
 		sp = nil
-		reply := &ResumeOffset{ID: sc.id}
+		reply := &rdcp.ResumeOffset{ID: sc.id}
 		if err == nil && d == ro.Digest {
 			pos = int64(ro.Offset)
 			reply.Offset, reply.Digest = ro.Offset, ro.Digest
@@ -425,7 +431,7 @@ func (sc *sendConn) prefixSum(ctx context.Context, sum *fileSum, f *os.File, n i
 		return [DigestSize]byte{}, err
 	}
 	sum.crc = crc32cCombine(sum.crc, crc, tail)
-	return CRCDigest(sum.crc), nil
+	return rdcp.CRCDigest(sum.crc), nil
 }
 
 // pool is the connection's chunk pool, started at first use.
@@ -441,7 +447,7 @@ func (sc *sendConn) prefixBufs() [][]byte {
 	if sc.pbufs == nil {
 		sc.pbufs = make([][]byte, poolWorkers(max(sc.slots, 1)))
 		for i := range sc.pbufs {
-			sc.pbufs[i] = make([]byte, prefixPiece+ChunkCRCSize)
+			sc.pbufs[i] = make([]byte, prefixPiece+rdcp.ChunkCRCSize)
 		}
 	}
 	return sc.pbufs
@@ -461,11 +467,11 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 		if err != nil {
 			return err
 		}
-		var w *Window
+		var w *rdcp.Window
 		switch m := m.(type) {
-		case *Result:
+		case *rdcp.Result:
 			return sc.early(res, m)
-		case *Window:
+		case *rdcp.Window:
 			w = m
 		default:
 			return unexpected(m, fmt.Sprintf("while waiting for WINDOW of transfer %d", sc.id))
@@ -477,7 +483,7 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 		case slots > sc.slots || int(slotSize) > sc.slotSize:
 			return protoErrorf("WINDOW of %d×%d exceeds the %d×%d the receiver announced", slots, slotSize, sc.slots, sc.slotSize)
 		}
-		stride := int64(sc.verify.Stride(int(slotSize)))
+		stride := int64(sc.verify.stride(int(slotSize)))
 		need := slots * int(stride)
 		if sc.stage == nil || len(sc.stage.Bytes()) < need {
 			if sc.stage != nil {
@@ -542,23 +548,23 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 					return err
 				}
 				switch m := m.(type) {
-				case *Credit:
+				case *rdcp.Credit:
 					if err := checkCredit(m, sc.id, consumed, sent); err != nil {
 						return err
 					}
 					consumed = m.Consumed
 					continue
-				case *Resend:
+				case *rdcp.Resend:
 					if err := sc.resend(ctx, m, consumed, sent); err != nil {
 						return err
 					}
 					continue
-				case *Result:
+				case *rdcp.Result:
 					// The receiver failed the transfer: stop, then say where.
 					if err := sc.early(res, m); err != nil {
 						return err
 					}
-					return sc.c.send(ctx, &Done{ID: sc.id, Flags: DoneAborted, Chunks: sent})
+					return sc.c.send(ctx, &rdcp.Done{ID: sc.id, Flags: rdcp.DoneAborted, Chunks: sent})
 				default:
 					return unexpected(m, fmt.Sprintf("during the data of transfer %d", sc.id))
 				}
@@ -578,7 +584,7 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 			off := int64(slot) * stride
 			n := x.chunkLen(sent)
 			if err := sc.c.bounded(ctx, func(ctx context.Context) error {
-				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), EncodeImm(slot, sent))
+				return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), rdcp.EncodeImm(slot, sent))
 			}); err != nil {
 				return fmt.Errorf("write chunk %d of %s: %w", sent, it.Name, err)
 			}
@@ -610,9 +616,9 @@ func (sc *sendConn) stream(ctx context.Context, f *os.File, st os.FileInfo, sum 
 			localErr = fmt.Errorf("%s changed while being sent: send it again", it.Path)
 		}
 	}
-	d := &Done{ID: sc.id, Chunks: sent}
+	d := &rdcp.Done{ID: sc.id, Chunks: sent}
 	if localErr != nil {
-		d.Flags = DoneAborted
+		d.Flags = rdcp.DoneAborted
 	} else {
 		sum.result(res)
 		d.Digest = res.wireDigest()
@@ -642,7 +648,7 @@ func (x *sendXfer) chunkLen(k uint64) int64 {
 
 // resend writes chunk m.Chunk again, from its staging slot (which holds it
 // until the receiver credits it).
-func (sc *sendConn) resend(ctx context.Context, m *Resend, consumed, sent uint64) error {
+func (sc *sendConn) resend(ctx context.Context, m *rdcp.Resend, consumed, sent uint64) error {
 	x := sc.cur
 	switch {
 	case x == nil || x.trailer == 0 || m.ID != sc.id:
@@ -651,22 +657,22 @@ func (sc *sendConn) resend(ctx context.Context, m *Resend, consumed, sent uint64
 		return protoErrorf("RESEND of chunk %d of transfer %d, which has %d credited of %d sent", m.Chunk, m.ID, consumed, sent)
 	}
 	slot := int(m.Chunk % uint64(x.slots))
-	if x.tries[slot] >= MaxChunkResends {
-		return protoErrorf("RESEND of chunk %d of transfer %d, asked for again %d times already: at most %d", m.Chunk, m.ID, x.tries[slot], MaxChunkResends)
+	if x.tries[slot] >= rdcp.MaxChunkResends {
+		return protoErrorf("RESEND of chunk %d of transfer %d, asked for again %d times already: at most %d", m.Chunk, m.ID, x.tries[slot], rdcp.MaxChunkResends)
 	}
 	x.tries[slot]++
 	sc.rep.Resent++
 	off := int64(slot) * x.stride
 	n := x.chunkLen(m.Chunk)
 	if err := sc.c.bounded(ctx, func(ctx context.Context) error {
-		return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), EncodeImm(slot, m.Chunk))
+		return sc.c.t.WriteImm(ctx, sc.stage, int(off), int(n+x.trailer), x.dst, uint64(off), rdcp.EncodeImm(slot, m.Chunk))
 	}); err != nil {
 		return fmt.Errorf("write chunk %d again: %w", m.Chunk, err)
 	}
 	return nil
 }
 
-func checkCredit(m *Credit, id uint32, consumed, sent uint64) error {
+func checkCredit(m *rdcp.Credit, id uint32, consumed, sent uint64) error {
 	if m.ID != id || m.Consumed <= consumed || m.Consumed > sent {
 		return protoErrorf("CREDIT of transfer %d for %d chunks; transfer %d has %d credited of %d sent", m.ID, m.Consumed, id, consumed, sent)
 	}
@@ -682,19 +688,19 @@ func (sc *sendConn) awaitResult(ctx context.Context, res *FileResult, localErr e
 			return err
 		}
 		switch m := m.(type) {
-		case *Credit:
+		case *rdcp.Credit:
 			if err := checkCredit(m, sc.id, consumed, sent); err != nil {
 				return err
 			}
 			consumed = m.Consumed
-		case *Resend:
+		case *rdcp.Resend:
 			if localErr != nil && m.ID == sc.id {
 				continue // aborted: the receiver learns it from DONE
 			}
 			if err := sc.resend(ctx, m, consumed, sent); err != nil {
 				return err
 			}
-		case *Result:
+		case *rdcp.Result:
 			return sc.result(res, m, localErr)
 		default:
 			return unexpected(m, fmt.Sprintf("while waiting for RESULT of transfer %d", sc.id))
@@ -703,23 +709,23 @@ func (sc *sendConn) awaitResult(ctx context.Context, res *FileResult, localErr e
 }
 
 // early records a RESULT that came before DONE: only a failure may.
-func (sc *sendConn) early(res *FileResult, m *Result) error {
-	if m.Code == CodeOK {
+func (sc *sendConn) early(res *FileResult, m *rdcp.Result) error {
+	if m.Code == rdcp.CodeOK {
 		return protoErrorf("RESULT ok for transfer %d before its DONE", m.ID)
 	}
 	return sc.result(res, m, nil)
 }
 
 // result records a RESULT; localErr, when set, is why the sender aborted.
-func (sc *sendConn) result(res *FileResult, m *Result, localErr error) error {
+func (sc *sendConn) result(res *FileResult, m *rdcp.Result, localErr error) error {
 	if m.ID != sc.id {
 		return protoErrorf("RESULT for transfer %d during transfer %d", m.ID, sc.id)
 	}
 	switch {
 	case localErr != nil:
 		res.Err = localErr
-	case m.Code != CodeOK:
-		res.Err = &Error{Code: m.Code, Text: m.Text, Remote: true}
+	case m.Code != rdcp.CodeOK:
+		res.Err = &Error{Code: Code(m.Code), Text: m.Text, Remote: true}
 	case res.Kind == KindFile && m.Digest != res.wireDigest():
 		res.Err = &Error{Code: CodeDigest, Text: fmt.Sprintf("the receiver verified %s as %x, this sender sent %x", res.Name, m.Digest, res.wireDigest())}
 	default:

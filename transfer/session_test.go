@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Sealed messages open with the same key and number only.
 func TestSessionSealOpen(t *testing.T) {
 	key, other := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	msg, err := Encode(&Credit{ID: 3, Consumed: 7})
+	msg, err := rdcp.Encode(&rdcp.Credit{ID: 3, Consumed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func TestSessionSealOpen(t *testing.T) {
 		"unsealed":     func() ([]byte, error) { return openMessage(msg, key, 5) },
 		"altered": func() ([]byte, error) {
 			b := append([]byte(nil), sealed...)
-			b[HeaderSize+3] ^= 1
+			b[rdcp.HeaderSize+3] ^= 1
 			return openMessage(b, key, 5)
 		},
 	} {
@@ -34,7 +36,7 @@ func TestSessionSealOpen(t *testing.T) {
 			t.Errorf("%s: %v, want ErrAuthFailed", name, err)
 		}
 	}
-	if _, err := sealMessage(make([]byte, MaxMessageSize-MACSize+1), key, 0); err == nil {
+	if _, err := sealMessage(make([]byte, MaxMessageSize-rdcp.MACSize+1), key, 0); err == nil {
 		t.Error("sealed a message with no room for the MAC")
 	}
 }
@@ -42,7 +44,7 @@ func TestSessionSealOpen(t *testing.T) {
 // openMessage never panics, and accepts only what sealMessage made.
 func FuzzSessionOpen(f *testing.F) {
 	key := bytes.Repeat([]byte{7}, 32)
-	msg, _ := Encode(&Done{ID: 1, Chunks: 2})
+	msg, _ := rdcp.Encode(&rdcp.Done{ID: 1, Chunks: 2})
 	sealed, _ := sealMessage(append([]byte(nil), msg...), key, 0)
 	f.Add(sealed, uint64(0))
 	f.Add(msg, uint64(0))
@@ -56,6 +58,6 @@ func FuzzSessionOpen(f *testing.F) {
 		if serr != nil || !bytes.Equal(again, b) {
 			t.Fatalf("opened %x, which does not seal back to the input", b)
 		}
-		Decode(got) // must not panic either
+		rdcp.Decode(got) // must not panic either
 	})
 }

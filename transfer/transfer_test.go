@@ -40,7 +40,7 @@ func TestHappyPath(t *testing.T) {
 	r := &transfer.Receiver{Dir: dst, Slots: slots, SlotSize: slotSize, Verify: transfer.VerifySHA256, OnFile: func(f transfer.FileResult) { got = append(got, f) }}
 	var progress []transfer.Progress
 	s := &transfer.Sender{Progress: func(p transfer.Progress) { progress = append(progress, p) }}
-	o := pair(t, r, s, items, transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, s, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send: %v; receive: %v", o.serr, o.rerr)
 	}
@@ -107,7 +107,7 @@ func TestHappyPath(t *testing.T) {
 func TestExistingFileNotOverwritten(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": []byte("new content"), "g": []byte("other")})
 	dst := tree(t, t.TempDir(), map[string][]byte{"f": []byte("old")})
-	o := pair(t, &transfer.Receiver{Dir: dst}, &transfer.Sender{}, plan(t, filepath.Join(src, "f"), filepath.Join(src, "g")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, &transfer.Receiver{Dir: dst}, &transfer.Sender{}, plan(t, filepath.Join(src, "f"), filepath.Join(src, "g")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send: %v; receive: %v", o.serr, o.rerr)
 	}
@@ -127,7 +127,7 @@ func TestExistingFileNotOverwritten(t *testing.T) {
 	noPartials(t, dst)
 
 	// --force replaces it.
-	o = pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o = pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	allVerified(t, o.srep, 1)
 	if b, _ := os.ReadFile(filepath.Join(dst, "f")); string(b) != "new content" {
 		t.Errorf("--force did not replace: %q", b)
@@ -138,7 +138,7 @@ func TestForceNeverReplacesDirectory(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"d": []byte("file")})
 	dst := t.TempDir()
 	os.MkdirAll(filepath.Join(dst, "d", "keep"), 0o755)
-	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "d")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, &transfer.Receiver{Dir: dst, Force: true}, &transfer.Sender{}, plan(t, filepath.Join(src, "d")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil {
 		t.Fatal(o.serr)
 	}
@@ -159,7 +159,7 @@ func TestLargeSlotsParallelHash(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
 	dst := t.TempDir()
 	r := &transfer.Receiver{Dir: dst, Slots: 3, SlotSize: slotSize, Verify: transfer.VerifySHA256}
-	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}
@@ -168,12 +168,12 @@ func TestLargeSlotsParallelHash(t *testing.T) {
 
 	dst = t.TempDir()
 	r.Dir = dst
-	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
+	o = pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{Faults: transfertest.Faults{Write: func(i int, b []byte) transfertest.Fault {
 		if i == 4 {
 			b[len(b)-1] ^= 0x80
 		}
 		return transfertest.Deliver
-	}}}, transfertest.Config{})
+	}}}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

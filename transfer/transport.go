@@ -1,6 +1,8 @@
 package transfer
 
-import "context"
+import (
+	"context"
+)
 
 // Transport is the connection the file protocol runs over: a reliable,
 // ordered channel for control messages plus one-sided writes with an
@@ -68,6 +70,10 @@ type WritePreparer interface {
 // at its peer; transports size their receive queues for MaxSlots() writes
 // plus this many messages.
 const ControlDepth = 16
+
+// MaxMessageSize is the largest control message, in bytes: what a
+// Transport's Send takes and its receive buffers hold.
+const MaxMessageSize = 2048
 
 // Arrival is one thing received from the peer: a control message, or the
 // notice of a completed write with immediate.

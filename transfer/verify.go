@@ -2,10 +2,10 @@ package transfer
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"hash"
-	"hash/crc32"
+
+	"github.com/rdmago/rdmago/internal/rdcp"
 )
 
 // Verify is how a connection checks what it moves; the receiver's policy
@@ -18,7 +18,7 @@ const (
 	// after its data; the receiver checks it on the bytes it copied out of
 	// the window, before it writes them, and asks for a chunk that does
 	// not match again (RESEND). The file's checksum is the CRC32C of the
-	// whole content, combined from the chunks' (crc32cCombine). CRC32C
+	// whole content, combined from the chunks' without reading them again. CRC32C
 	// catches accidents on the way, not an attacker: with a pre-shared key
 	// only VerifySHA256 protects the content (DONE's digest carries the
 	// session MAC, and SHA-256 cannot be steered).
@@ -43,16 +43,6 @@ func (v Verify) String() string {
 	return fmt.Sprintf("verify %d", uint8(v))
 }
 
-// ParseVerify parses crc32c, sha256 or none.
-func ParseVerify(s string) (Verify, error) {
-	for v, name := range verifyNames {
-		if name != "" && name == s {
-			return Verify(v), nil
-		}
-	}
-	return 0, fmt.Errorf("verification %q: want crc32c (the default), sha256 or none", s)
-}
-
 func (v Verify) or() Verify {
 	if v == 0 {
 		return VerifyCRC32C
@@ -71,31 +61,9 @@ func (v Verify) strength() int {
 	return 0
 }
 
-// Stride is how far apart a window's slots of slotSize data bytes are
+// stride is how far apart a window's slots of slotSize data bytes are
 // under v: each chunk's CRC32C follows its data with VerifyCRC32C.
-func (v Verify) Stride(slotSize int) int {
-	if v.or() == VerifyCRC32C {
-		return slotSize + ChunkCRCSize
-	}
-	return slotSize
-}
-
-// castagnoli is the CRC32C table; crc32 uses the CPU's instructions for it
-// where there are some (SSE4.2, ARMv8 CRC).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// CRC32C is the CRC32C (Castagnoli) of b, as hash/crc32 computes it.
-func CRC32C(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
-
-// CRCDigest is the wire form of a file's CRC32C in a Digest field: its
-// big-endian bytes first, the rest zero.
-func CRCDigest(crc uint32) (d [DigestSize]byte) {
-	binary.BigEndian.PutUint32(d[:], crc)
-	return d
-}
-
-// crcOfDigest is the CRC32C in a digest field of CRCDigest's form.
-func crcOfDigest(d [DigestSize]byte) uint32 { return binary.BigEndian.Uint32(d[:]) }
+func (v Verify) stride(slotSize int) int { return rdcp.Stride(rdcp.Verify(v), slotSize) }
 
 // crcShift is the linear operator on CRC32C values that appends n zero
 // bytes to the message (less the pre- and post-conditioning, which cancel
@@ -234,7 +202,7 @@ func (s *fileSum) digest() (d [DigestSize]byte) {
 	case VerifySHA256:
 		s.h.Sum(d[:0])
 	case VerifyCRC32C:
-		d = CRCDigest(s.crc)
+		d = rdcp.CRCDigest(s.crc)
 	}
 	return d
 }
@@ -257,7 +225,7 @@ func (res *FileResult) wireDigest() [DigestSize]byte {
 	case VerifySHA256:
 		return res.Digest
 	case VerifyCRC32C:
-		return CRCDigest(res.CRC32C)
+		return rdcp.CRCDigest(res.CRC32C)
 	}
 	return [DigestSize]byte{}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/transfertest"
 )
@@ -38,9 +39,9 @@ func TestCRC32CCombine(t *testing.T) {
 	var crc uint32
 	for off := 0; off < len(data); off += chunk {
 		c := data[off:min(off+chunk, len(data))]
-		crc = transfer.CRC32CCombine(crc, transfer.CRC32C(c), int64(len(c)))
+		crc = transfer.CRC32CCombine(crc, rdcp.CRC32C(c), int64(len(c)))
 	}
-	if want := crc32.Checksum(data, castagnoli); crc != want || transfer.CRC32C(data) != want {
+	if want := crc32.Checksum(data, castagnoli); crc != want || rdcp.CRC32C(data) != want {
 		t.Fatalf("CRC32C combined from chunks %08x, of the whole %08x", crc, want)
 	}
 }
@@ -55,10 +56,10 @@ func FuzzCRC32CCombine(f *testing.F) {
 // corruptChunk is a sender Faults hook that flips a bit in every write (the
 // first one, with once) whose data starts with chunk: a chunk corrupted on
 // the way, which the sender writes again when asked.
-func corruptChunk(chunk []byte, once bool) (transfertest.Config, func() int) {
+func corruptChunk(chunk []byte, once bool) (*transfertest.Options, func() int) {
 	var mu sync.Mutex
 	n := 0
-	return transfertest.Config{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
+	return &transfertest.Options{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
 			mu.Lock()
 			defer mu.Unlock()
 			if bytes.HasPrefix(b, chunk) && !(once && n > 0) {
@@ -88,7 +89,7 @@ func TestCorruptChunkResent(t *testing.T) {
 			dst := t.TempDir()
 			chunk := data[tc.chunk*tSlotSize : min((tc.chunk+1)*tSlotSize, len(data))]
 			scfg, corrupted := corruptChunk(chunk, true)
-			o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), scfg, transfertest.Config{})
+			o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "f")), scfg, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -105,7 +106,7 @@ func TestCorruptChunkResent(t *testing.T) {
 			if f.Bytes != int64(len(data)) || o.srep.Bytes != int64(len(data)) {
 				t.Errorf("bytes %d/%d, want %d (a chunk written again is not counted)", f.Bytes, o.srep.Bytes, len(data))
 			}
-			want := transfer.CRC32C(data)
+			want := rdcp.CRC32C(data)
 			if f.Verify != transfer.VerifyCRC32C || f.CRC32C != want || r.CRC32C != want || !r.Verified {
 				t.Errorf("sender %v %08x, receiver %08x (verified %v), want crc32c %08x", f.Verify, f.CRC32C, r.CRC32C, r.Verified, want)
 			}
@@ -121,21 +122,21 @@ func TestCorruptChunkGivesUp(t *testing.T) {
 	src := tree(t, t.TempDir(), map[string][]byte{"bad": bad, "good": randBytes(43, 3*tSlotSize)})
 	dst := t.TempDir()
 	scfg, corrupted := corruptChunk(bad[2*tSlotSize:3*tSlotSize], false)
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive: send %v; receive %v", o.serr, o.rerr)
 	}
-	if n := corrupted(); n != transfer.MaxChunkResends+1 {
-		t.Errorf("chunk 2 was written %d times, want %d", n, transfer.MaxChunkResends+1)
+	if n := corrupted(); n != rdcp.MaxChunkResends+1 {
+		t.Errorf("chunk 2 was written %d times, want %d", n, rdcp.MaxChunkResends+1)
 	}
 	f := o.srep.Files[0]
 	if f.Verified || !errors.Is(f.Err, transfer.ErrDigest) || !strings.Contains(f.Err.Error(), "chunk 2 of bad failed its CRC32C") {
 		t.Errorf("bad: verified=%v err=%v, want ErrDigest naming chunk 2", f.Verified, f.Err)
 	}
-	if o.srep.Resent != transfer.MaxChunkResends {
-		t.Errorf("sender wrote %d chunks again, want %d", o.srep.Resent, transfer.MaxChunkResends)
+	if o.srep.Resent != rdcp.MaxChunkResends {
+		t.Errorf("sender wrote %d chunks again, want %d", o.srep.Resent, rdcp.MaxChunkResends)
 	}
-	if exists(filepath.Join(dst, "bad")) || exists(filepath.Join(dst, transfer.PartialName("bad"))) {
+	if exists(filepath.Join(dst, "bad")) || exists(filepath.Join(dst, rdcp.PartialName("bad"))) {
 		t.Error("the corrupted file, or its partial copy, was left")
 	}
 	if !o.srep.Files[1].Verified {
@@ -155,7 +156,7 @@ func TestVerifyModes(t *testing.T) {
 			dst := t.TempDir()
 			r := smallReceiver(dst)
 			r.Verify = v
-			o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			o := pair(t, r, &transfer.Sender{}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
@@ -175,7 +176,7 @@ func TestVerifyModes(t *testing.T) {
 				case transfer.VerifySHA256:
 					wantSHA = sha256.Sum256(data)
 				case transfer.VerifyCRC32C:
-					wantCRC = transfer.CRC32C(data)
+					wantCRC = rdcp.CRC32C(data)
 				}
 				if f.Verify != want || f.Digest != wantSHA || f.CRC32C != wantCRC || !f.Verified {
 					t.Errorf("%s: %v sha256 %x crc32c %08x verified %v; want %v %x %08x", who, f.Verify, f.Digest, f.CRC32C, f.Verified, want, wantSHA, wantCRC)
@@ -203,15 +204,15 @@ func TestSenderVerifyPreference(t *testing.T) {
 		dst := t.TempDir()
 		r := smallReceiver(dst)
 		r.Verify = tc.recv
-		o := pair(t, r, &transfer.Sender{Verify: tc.send}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+		o := pair(t, r, &transfer.Sender{Verify: tc.send}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 		if tc.ok {
 			if o.serr != nil || o.rerr != nil || !o.srep.OK(1) {
 				t.Errorf("receiver %v, sender asks %v: send %v; receive %v", tc.recv, tc.send, o.serr, o.rerr)
 			}
 			continue
 		}
-		if !errors.Is(o.serr, transfer.ErrVerify) || !strings.Contains(o.serr.Error(), "--verify "+tc.send.String()) {
-			t.Errorf("receiver %v, sender asks %v: send %v, want ErrVerify saying --verify %v", tc.recv, tc.send, o.serr, tc.send)
+		if !errors.Is(o.serr, transfer.ErrVerify) || !strings.Contains(o.serr.Error(), "(Receiver.Verify) must be "+tc.send.String()) {
+			t.Errorf("receiver %v, sender asks %v: send %v, want ErrVerify saying Receiver.Verify must be %v", tc.recv, tc.send, o.serr, tc.send)
 		}
 		if !errors.Is(o.rerr, transfer.ErrVerify) {
 			t.Errorf("receiver %v, sender asks %v: receive %v, want the sender's ErrVerify", tc.recv, tc.send, o.rerr)
@@ -225,7 +226,7 @@ func TestSenderVerifyPreference(t *testing.T) {
 // A sender of protocol version 2 (before per-chunk CRC32C) is told both
 // versions and to upgrade the sender.
 func TestOldSender(t *testing.T) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -236,10 +237,10 @@ func TestOldSender(t *testing.T) {
 		errc <- err
 	}()
 	p := &rawPeer{t: t, tr: st, ctx: ctx}
-	p.send(&transfer.Hello{Role: transfer.RoleSender, MinVersion: 2, MaxVersion: 2})
+	p.send(&rdcp.Hello{Role: rdcp.RoleSender, MinVersion: 2, MaxVersion: 2})
 	e := p.errorMsg()
 	for _, want := range []string{"protocol version 2", "this receiver 3", "upgrade rdmacp on the sender"} {
-		if e.Code != transfer.CodeVersion || !strings.Contains(e.Text, want) {
+		if e.Code != rdcp.CodeVersion || !strings.Contains(e.Text, want) {
 			t.Errorf("ERROR %v %q, want a version mismatch saying %q", e.Code, e.Text, want)
 		}
 	}
@@ -252,7 +253,7 @@ func TestOldSender(t *testing.T) {
 // verify byte is the old reserved field, zero) and refuses it as version 2
 // did; the sender says which end to upgrade.
 func TestOldReceiver(t *testing.T) {
-	st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+	st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -261,11 +262,11 @@ func TestOldReceiver(t *testing.T) {
 		if err != nil {
 			return
 		}
-		h := a.Msg[transfer.HeaderSize:]
+		h := a.Msg[rdcp.HeaderSize:]
 		if len(h) < 8 || h[6] != 0 || h[7] != 0 {
 			t.Errorf("the sender's HELLO has %x where version 2 has a reserved zero field", h[6:8])
 		}
-		b, _ := transfer.Encode(&transfer.ErrorMsg{Code: transfer.CodeVersion, Text: "the sender speaks protocol versions 3..3, this receiver 2: use matching rdmacp versions"})
+		b, _ := rdcp.Encode(&rdcp.ErrorMsg{Code: rdcp.CodeVersion, Text: "the sender speaks protocol versions 3..3, this receiver 2: use matching rdmacp versions"})
 		rt.Send(ctx, b)
 		rt.Close()
 	}()
@@ -292,15 +293,15 @@ func TestResumeSHA256(t *testing.T) {
 	items := plan(t, filepath.Join(src, "f"))
 	r := smallReceiver(dst)
 	r.Verify = transfer.VerifySHA256
-	o := pair(t, r, &transfer.Sender{}, items, breakAt(9), transfertest.Config{})
+	o := pair(t, r, &transfer.Sender{}, items, breakAt(9), &transfertest.Options{})
 	if !errors.Is(o.serr, transfer.ErrPeerGone) {
 		t.Fatalf("send: %v", o.serr)
 	}
-	fi, err := os.Stat(filepath.Join(dst, transfer.PartialName("f")))
+	fi, err := os.Stat(filepath.Join(dst, rdcp.PartialName("f")))
 	if err != nil || fi.Size() == 0 || fi.Size()%tSlotSize != 0 {
 		t.Fatalf("partial copy: %v, want whole chunks", err)
 	}
-	o = pair(t, r, &transfer.Sender{Resume: true}, items, transfertest.Config{}, transfertest.Config{})
+	o = pair(t, r, &transfer.Sender{Resume: true}, items, &transfertest.Options{}, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("resume: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -321,19 +322,19 @@ func TestCorruptChunksAfterDone(t *testing.T) {
 	dst := t.TempDir()
 	var mu sync.Mutex
 	n2 := 0
-	scfg := transfertest.Config{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
+	scfg := &transfertest.Options{Faults: transfertest.Faults{Write: func(_ int, b []byte) transfertest.Fault {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case bytes.HasPrefix(b, bad[:tSlotSize]):
 			b[1] ^= 1 // always
-		case bytes.HasPrefix(b, bad[2*tSlotSize:]) && n2 < transfer.MaxChunkResends:
+		case bytes.HasPrefix(b, bad[2*tSlotSize:]) && n2 < rdcp.MaxChunkResends:
 			b[1] ^= 1 // until its last try
 			n2++
 		}
 		return transfertest.Deliver
 	}}}
-	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, transfertest.Config{})
+	o := pair(t, smallReceiver(dst), &transfer.Sender{}, plan(t, filepath.Join(src, "bad"), filepath.Join(src, "good")), scfg, &transfertest.Options{})
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("the connection should survive: send %v; receive %v", o.serr, o.rerr)
 	}
@@ -343,7 +344,7 @@ func TestCorruptChunksAfterDone(t *testing.T) {
 	if !o.srep.Files[1].Verified {
 		t.Errorf("good after bad: %v", o.srep.Files[1].Err)
 	}
-	if exists(filepath.Join(dst, "bad")) || exists(filepath.Join(dst, transfer.PartialName("bad"))) {
+	if exists(filepath.Join(dst, "bad")) || exists(filepath.Join(dst, rdcp.PartialName("bad"))) {
 		t.Error("the corrupted file, or its partial copy, was left")
 	}
 }
@@ -367,7 +368,7 @@ func TestSenderBoundsResend(t *testing.T) {
 			src := tree(t, t.TempDir(), map[string][]byte{"f": randBytes(48, 10*tSlotSize)})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			st, rt := transfertest.Pipe(transfertest.Config{}, transfertest.Config{})
+			st, rt := transfertest.Pipe(&transfertest.Options{}, &transfertest.Options{})
 			defer rt.Close()
 			p := &rawPeer{t: t, tr: rt, ctx: ctx}
 			rewrites := make(chan int, 1)
@@ -379,16 +380,16 @@ func TestSenderBoundsResend(t *testing.T) {
 				if _, err := p.recv(); err != nil { // HELLO
 					return
 				}
-				p.send(&transfer.Hello{Role: transfer.RoleReceiver, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion, Verify: tc.verify, Slots: 2, SlotSize: tSlotSize})
+				p.send(&rdcp.Hello{Role: rdcp.RoleReceiver, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion, Verify: rdcp.Verify(tc.verify), Slots: 2, SlotSize: tSlotSize})
 				if _, err := p.recv(); err != nil { // FILE
 					return
 				}
-				p.send(&transfer.ResumeOffset{ID: 1})
-				w, err := rt.Register(2*tc.verify.Stride(tSlotSize), true)
+				p.send(&rdcp.ResumeOffset{ID: 1})
+				w, err := rt.Register(2*rdcp.Stride(rdcp.Verify(tc.verify), tSlotSize), true)
 				if err != nil {
 					return
 				}
-				p.send(&transfer.Window{ID: 1, Slots: 2, SlotSize: tSlotSize, Addr: w.Remote().Addr, RKey: w.Remote().RKey})
+				p.send(&rdcp.Window{ID: 1, Slots: 2, SlotSize: tSlotSize, Addr: w.Remote().Addr, RKey: w.Remote().RKey})
 				for writes < 2 { // the window is full: the sender waits for a credit
 					if a, err := rt.Receive(ctx); err != nil {
 						return
@@ -397,7 +398,7 @@ func TestSenderBoundsResend(t *testing.T) {
 					}
 				}
 				for _, k := range tc.resends {
-					p.send(&transfer.Resend{ID: 1, Chunk: k})
+					p.send(&rdcp.Resend{ID: 1, Chunk: k})
 				}
 				for { // count what the sender writes again
 					a, err := rt.Receive(ctx)
@@ -438,15 +439,15 @@ func TestResumeCRC32CLongPrefix(t *testing.T) {
 				partial[tc.flip] ^= 1
 			}
 			src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-			dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): partial})
+			dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): partial})
 			r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 64 << 10, IdleTimeout: 5 * time.Second}
-			o := pair(t, r, &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, transfertest.Config{})
+			o := pair(t, r, &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, &transfertest.Options{})
 			if o.serr != nil || o.rerr != nil {
 				t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 			}
 			allVerified(t, o.srep, 1)
-			if f := o.srep.Files[0]; f.Offset != tc.wantOff || f.CRC32C != transfer.CRC32C(data) {
-				t.Errorf("resumed at %d with CRC32C %08x, want %d and %08x", f.Offset, f.CRC32C, tc.wantOff, transfer.CRC32C(data))
+			if f := o.srep.Files[0]; f.Offset != tc.wantOff || f.CRC32C != rdcp.CRC32C(data) {
+				t.Errorf("resumed at %d with CRC32C %08x, want %d and %08x", f.Offset, f.CRC32C, tc.wantOff, rdcp.CRC32C(data))
 			}
 			sameTree(t, src, dst)
 		})
@@ -462,13 +463,13 @@ func TestResumeSumsAtBothEndsAtOnce(t *testing.T) {
 	const prefix = 4 << 20
 	data := randBytes(50, prefix+5000)
 	src := tree(t, t.TempDir(), map[string][]byte{"f": data})
-	dst := tree(t, t.TempDir(), map[string][]byte{transfer.PartialName("f"): data[:prefix]})
+	dst := tree(t, t.TempDir(), map[string][]byte{rdcp.PartialName("f"): data[:prefix]})
 	var mu sync.Mutex
 	pieces := 0 // summed at either end
-	transfer.SetHashChunkHook(func() { mu.Lock(); pieces++; mu.Unlock() })
-	defer transfer.SetHashChunkHook(nil)
+	r, s := smallReceiver(dst), &transfer.Sender{Resume: true}
+	transfer.SetHashChunkHook(r, s, func() { mu.Lock(); pieces++; mu.Unlock() })
 	atOffer := -1
-	rcfg := transfertest.Config{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
+	rcfg := &transfertest.Options{Faults: transfertest.Faults{Message: func(i int, _ []byte) transfertest.Fault {
 		if i != 1 { // 0 HELLO, 1 RESUME-OFFSET
 			return transfertest.Deliver
 		}
@@ -485,7 +486,7 @@ func TestResumeSumsAtBothEndsAtOnce(t *testing.T) {
 		mu.Unlock()
 		return transfertest.Deliver
 	}}}
-	o := pair(t, smallReceiver(dst), &transfer.Sender{Resume: true}, plan(t, filepath.Join(src, "f")), transfertest.Config{}, rcfg)
+	o := pair(t, r, s, plan(t, filepath.Join(src, "f")), &transfertest.Options{}, rcfg)
 	if o.serr != nil || o.rerr != nil {
 		t.Fatalf("send %v; receive %v", o.serr, o.rerr)
 	}

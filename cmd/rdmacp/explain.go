@@ -28,15 +28,17 @@ func hint(err error, peer string) string {
 		}
 		return "this machine has no RDMA device: load rdma_rxe and create one with `rdma link add rxe0 type rxe netdev IFACE`, or run inside the lab (go run ./cmd/rdmalab run -- ...)"
 	case errors.Is(err, rdma.ErrForeignPeer):
-		return "" // the error names the peer and what to run there
+		return "run `rdmacp recv DIR` there"
 	case errors.Is(err, cm.ErrNoListener), errors.Is(err, cm.ErrRejected):
 		return "no rdmacp receiver listens at " + peer + ": start `rdmacp recv DIR` there, or give it longer with --wait"
 	case errors.Is(err, cm.ErrUnreachable):
 		return "the RDMA stack at " + peer + " did not answer: is the host up and its RDMA device on that address?"
 	case errors.Is(err, cm.ErrAddrResolution), errors.Is(err, cm.ErrRouteResolution):
 		return "cannot reach " + peer + " over RDMA: the address must be on an interface with an RDMA device at both ends (`rdma link show`)"
-	case errors.Is(err, transfer.ErrAuthFailed), errors.Is(err, transfer.ErrAuthRequired):
-		return "" // the message says which key to fix
+	case errors.Is(err, transfer.ErrAuthFailed):
+		return "the keys differ: use the same --psk-file on both ends"
+	case errors.Is(err, transfer.ErrAuthRequired):
+		return "only one end has a key: give both ends the same --psk-file (rdmacp send and rdmacp recv)"
 	case errors.Is(err, transfer.ErrRemoteAccess):
 		return "the receiver withdrew its memory while data was in flight; run again with --resume"
 	case errors.Is(err, transfer.ErrPeerGone):
@@ -46,11 +48,15 @@ func hint(err error, peer string) string {
 	case errors.Is(err, transfer.ErrPermission), errors.Is(err, fs.ErrPermission):
 		return "permission denied: check who may write the destination (receiver) or read the source (sender)"
 	case errors.Is(err, transfer.ErrExists):
-		return "" // the message says to use --force
+		return "remove it, or start the receiver with --force to replace existing files"
 	case errors.Is(err, transfer.ErrDigest):
 		return "the data was corrupted on the way (checksum mismatch); nothing was kept: send again (--retries does so automatically)"
 	case errors.Is(err, transfer.ErrVerify):
-		return "" // the message says which --verify to change
+		return "the sender's --verify asks for more than the receiver's --verify: raise the receiver's, or lower the sender's"
+	case errors.Is(err, transfer.ErrHandshakeBusy):
+		return "give it longer with --wait, or let it take more handshakes at once with rdmacp recv --max-handshakes"
+	case errors.Is(err, transfer.ErrAborted):
+		return "the partial copy is kept: send again with --resume to continue"
 	case errors.Is(err, transfer.ErrBusy):
 		return "another sender is writing the same name (or the receiver is at --max-conns): try again when it is done"
 	case errors.Is(err, transfer.ErrProtocol), errors.Is(err, transfer.ErrVersion):

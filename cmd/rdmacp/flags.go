@@ -3,11 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -18,18 +20,20 @@ import (
 
 // network is how rdmacp connects: RDMA (rdmaNet), or memory in tests.
 type network interface {
-	Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error)
+	Listen(ctx context.Context, addr string, opts *rdma.Options) (transfer.Listener, error)
 	// Dialer connects to addr for transfer.Sender.DialSend.
-	Dialer(addr string, cfg rdma.Config) transfer.DialFunc
+	Dialer(addr string, opts *rdma.Options) transfer.DialFunc
 }
 
 type rdmaNet struct{}
 
-func (rdmaNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error) {
-	return rdma.Listen(ctx, addr, cfg)
+func (rdmaNet) Listen(ctx context.Context, addr string, opts *rdma.Options) (transfer.Listener, error) {
+	return rdma.Listen(ctx, addr, opts)
 }
 
-func (rdmaNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc { return rdma.Dialer(addr, cfg) }
+func (rdmaNet) Dialer(addr string, opts *rdma.Options) transfer.DialFunc {
+	return rdma.Dialer(addr, opts)
+}
 
 // common are the flags of both commands.
 type common struct {
@@ -80,11 +84,11 @@ func (c *common) psk() ([]byte, error) {
 	if c.pskFile == "" {
 		return nil, nil
 	}
-	return transfer.ReadPSKFile(c.pskFile)
+	return readPSKFile(c.pskFile)
 }
 
-func (c *common) rdmaConfig(stderr io.Writer) rdma.Config {
-	cfg := rdma.Config{MaxSlots: c.depth, AckTimeout: uint8(c.ackTO)}
+func (c *common) rdmaOptions(stderr io.Writer) *rdma.Options {
+	cfg := &rdma.Options{MaxSlots: c.depth, AckTimeout: uint8(c.ackTO)}
 	cfg.Warnf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	if c.verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
@@ -164,4 +168,39 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-var errUsage = errors.New("usage")
+// withDefaultPort adds rdma.DefaultPort to an address without a port.
+func withDefaultPort(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(addr, strconv.Itoa(rdma.DefaultPort))
+}
+
+// parseVerify parses --verify: crc32c, sha256 or none.
+func parseVerify(s string) (transfer.Verify, error) {
+	for _, v := range []transfer.Verify{transfer.VerifyCRC32C, transfer.VerifySHA256, transfer.VerifyNone} {
+		if v.String() == s {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("verification %q: want crc32c (the default), sha256 or none", s)
+}
+
+// minPSKLen is the shortest pre-shared key --psk-file accepts, in bytes.
+const minPSKLen = 16
+
+// readPSKFile reads a pre-shared key: the file's bytes less one trailing
+// newline (so `head -c 32 /dev/urandom | base64 > key` works). Both ends
+// must use the same key.
+func readPSKFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pre-shared key: %w", err)
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if len(b) < minPSKLen {
+		return nil, fmt.Errorf("pre-shared key %s has %d bytes, want at least %d: make one with `head -c 32 /dev/urandom | base64 > %s`", path, len(b), minPSKLen, path)
+	}
+	return b, nil
+}

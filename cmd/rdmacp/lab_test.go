@@ -156,7 +156,7 @@ func TestLabSendToRcopy(t *testing.T) {
 		r := runCmd(ctx, rdmaNet{}, "send", "--wait", "40s", f, env.Peer+":"+port)
 		t.Logf("rdmacp send exit %d after %v: %s", r.code, time.Since(start).Round(time.Millisecond), r.stderr)
 		for _, want := range []string{"the program at " + env.Peer + ":" + port + " rejected 5 connection requests in a row without a word",
-			rsocketsPeer, "it is not an rdmacp receiver; run `rdmacp recv DIR` there"} {
+			rsocketsPeer, "it is not an rdmacp receiver", "rdmacp:   run `rdmacp recv DIR` there"} {
 			if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "--resume") || strings.Contains(r.stderr, "no rdmacp receiver listens") {
 				return fmt.Errorf("rdmacp send to rcopy: exit %d, stderr %q; want 1 and %q, neither --resume nor \"no rdmacp receiver listens\"", r.code, r.stderr, want)
 			}

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 	"github.com/rdmago/rdmago/transfer/transfertest"
@@ -34,16 +35,16 @@ type memNet struct {
 
 func newMemNet() *memNet { return &memNet{ready: make(chan struct{})} }
 
-func (n *memNet) Listen(ctx context.Context, addr string, cfg rdma.Config) (transfer.Listener, error) {
+func (n *memNet) Listen(ctx context.Context, addr string, cfg *rdma.Options) (transfer.Listener, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ln = transfertest.NewListener()
-	n.ln.Config.MaxSlots = cfg.MaxSlots
+	n.ln.Options.MaxSlots = cfg.MaxSlots
 	close(n.ready)
 	return n.ln, nil
 }
 
-func (n *memNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc {
+func (n *memNet) Dialer(addr string, cfg *rdma.Options) transfer.DialFunc {
 	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
 		if n.failDial != nil {
 			return nil, 3, n.failDial
@@ -57,7 +58,7 @@ func (n *memNet) Dialer(addr string, cfg rdma.Config) transfer.DialFunc {
 				return nil, 0, cm.ErrNoListener
 			}
 		}
-		t, err := n.ln.Dial(ctx, transfertest.Config{MaxSlots: cfg.MaxSlots})
+		t, err := n.ln.Dial(ctx, &transfertest.Options{MaxSlots: cfg.MaxSlots})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -125,7 +126,7 @@ func testSendRecvOnce(t *testing.T, verify string) {
 			t.Errorf("big: sha256 %q crc32c %q, want sha256 %s only", bigSum.SHA256, bigSum.CRC32C, want)
 		}
 	case "crc32c":
-		if want := fmt.Sprintf("%08x", transfer.CRC32C(big)); bigSum.CRC32C != want || bigSum.SHA256 != "" {
+		if want := fmt.Sprintf("%08x", rdcp.CRC32C(big)); bigSum.CRC32C != want || bigSum.SHA256 != "" {
 			t.Errorf("big: crc32c %q sha256 %q, want crc32c %s only", bigSum.CRC32C, bigSum.SHA256, want)
 		}
 	case "none":
@@ -243,8 +244,27 @@ func TestPSKFlag(t *testing.T) {
 		if s.code != tc.code || r.code != tc.code {
 			t.Errorf("key %s: exit send %d recv %d, want %d (%s / %s)", filepath.Base(tc.sendKey), s.code, r.code, tc.code, s.stderr, r.stderr)
 		}
-		if tc.code != 0 && !strings.Contains(s.stderr, "pre-shared key") {
+		if tc.code != 0 && (!strings.Contains(s.stderr, "pre-shared key") || !strings.Contains(s.stderr, "--psk-file")) {
 			t.Errorf("wrong key: %q", s.stderr)
+		}
+	}
+	// One end with a key, the other without: both are told the flag.
+	for _, tc := range []struct{ sendArgs, recvArgs []string }{
+		{nil, []string{"--psk-file", key}},
+		{[]string{"--psk-file", key}, nil},
+	} {
+		nw := newMemNet()
+		rc := make(chan result, 1)
+		go func() {
+			rc <- runCmd(ctx, nw, append(append([]string{"recv", "--once"}, tc.recvArgs...), t.TempDir())...)
+		}()
+		s := runCmd(ctx, nw, append(append([]string{"send"}, tc.sendArgs...), src, "h")...)
+		r := <-rc
+		if s.code != 1 || !strings.Contains(s.stderr, "pre-shared key") || !strings.Contains(s.stderr, "--psk-file") {
+			t.Errorf("send %v to recv %v: exit %d, stderr %q; want 1 and --psk-file", tc.sendArgs, tc.recvArgs, s.code, s.stderr)
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, "--psk-file") {
+			t.Errorf("recv %v from send %v: exit %d, stderr %q; want 1 and --psk-file", tc.recvArgs, tc.sendArgs, r.code, r.stderr)
 		}
 	}
 	short := filepath.Join(dir, "short")
@@ -305,11 +325,11 @@ func TestPeerTextEscaped(t *testing.T) {
 	rc := make(chan result, 1)
 	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
 	<-nw.ready
-	tr, err := nw.ln.Dial(ctx, transfertest.Config{})
+	tr, err := nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := transfer.Append(nil, &transfer.ErrorMsg{Code: transfer.CodeIO, Text: forged})
+	msg, err := rdcp.Append(nil, &rdcp.ErrorMsg{Code: rdcp.CodeIO, Text: forged})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +352,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	nw = newMemNet()
 	go func() { rc <- runCmd(ctx, nw, "recv", "--once", dst) }()
 	<-nw.ready
-	tr, err = nw.ln.Dial(ctx, transfertest.Config{})
+	tr, err = nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,19 +410,19 @@ func TestSendBusyReceiver(t *testing.T) {
 		rc <- runCmd(rctx, nw, "recv", "--psk-file", key, "--max-handshakes", "1", dst)
 	}()
 	<-nw.ready
-	holder, err := nw.ln.Dial(ctx, transfertest.Config{})
+	holder, err := nw.ln.Dial(ctx, &transfertest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hello, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK,
-		MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	hello, _ := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: rdcp.HelloPSK,
+		MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 	if err := holder.Send(ctx, hello); err != nil {
 		t.Fatal(err)
 	}
 	// The receiver's HELLO says the holder was let in: it holds the cap.
 	if a, err := holder.Receive(ctx); err != nil {
 		t.Fatal(err)
-	} else if m, err := transfer.Decode(a.Msg); err != nil || m.Type() != transfer.MsgHello {
+	} else if m, err := rdcp.Decode(a.Msg); err != nil || m.Type() != rdcp.MsgHello {
 		t.Fatalf("holder got %v (%v), want HELLO", m, err)
 	}
 
@@ -411,7 +431,7 @@ func TestSendBusyReceiver(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(s.stdout), &ss); jerr != nil || ss.OK || ss.BusyRetries < 1 || ss.Error == "" {
 		t.Errorf("busy: json %q (%v), want not ok, busy_retries ≥ 1, an error", s.stdout, jerr)
 	}
-	if s.code != 1 || !strings.Contains(s.stderr, "stayed busy for the whole wait of 300ms") || !strings.Contains(s.stderr, "--max-handshakes") {
+	if s.code != 1 || !strings.Contains(s.stderr, "stayed busy for the whole wait of 300ms") || !strings.Contains(s.stderr, "--wait") || !strings.Contains(s.stderr, "--max-handshakes") {
 		t.Errorf("busy: exit %d, stderr %q; want 1 and what to do", s.code, s.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "f")); err == nil {
@@ -434,15 +454,34 @@ func TestSendBusyReceiver(t *testing.T) {
 	}
 }
 
-// A receiver that speaks rsockets: the error says so and what to run;
-// no hint adds advice that does not apply (--resume, "no receiver").
+// A receiver that speaks rsockets: the error says so, the one hint what to
+// run there; no hint adds advice that does not apply (--resume, "no
+// receiver").
 func TestSendForeignReceiver(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(f, []byte("x"), 0o644)
 	nw := newMemNet()
-	nw.failDial = fmt.Errorf("connect to h:18517: %w: the receiver at h:18517 speaks rsockets (rcopy, rstream or a program under librspreload), not rdmacp: run `rdmacp recv DIR` there", rdma.ErrForeignPeer)
+	nw.failDial = fmt.Errorf("connect to h:18517: %w: the receiver at h:18517 speaks rsockets (rcopy, rstream or a program under librspreload), not rdmacp: it is not an rdmacp receiver (a transfer.Receiver)", rdma.ErrForeignPeer)
 	r := runCmd(context.Background(), nw, "send", f, "h")
-	if r.code != 1 || !strings.Contains(r.stderr, "speaks rsockets") || strings.Count(r.stderr, "rdmacp:   ") != 0 {
-		t.Errorf("exit %d, stderr %q; want 1, the error, no hint line", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "speaks rsockets") || strings.Count(r.stderr, "rdmacp:   ") != 1 ||
+		!strings.Contains(r.stderr, "rdmacp:   run `rdmacp recv DIR` there") || strings.Contains(r.stderr, "--resume") || strings.Contains(r.stderr, "no rdmacp receiver") {
+		t.Errorf("exit %d, stderr %q; want 1, the error, one hint line saying what to run there", r.code, r.stderr)
+	}
+}
+
+// A sender whose --verify asks for more than the receiver's: the library
+// names the fields, rdmacp the flags and values to change.
+func TestSendVerifyRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(src, []byte("x"), 0o644)
+	nw := newMemNet()
+	rc := make(chan result, 1)
+	go func() { rc <- runCmd(ctx, nw, "recv", "--once", "--verify", "none", t.TempDir()) }()
+	s := runCmd(ctx, nw, "send", "--verify", "sha256", src, "h")
+	<-rc
+	if s.code != 1 || !strings.Contains(s.stderr, "verification refused") || !strings.Contains(s.stderr, "start the receiver with --verify sha256, or send with --verify none") {
+		t.Errorf("exit %d, stderr %q; want 1 and the --verify values to change", s.code, s.stderr)
 	}
 }

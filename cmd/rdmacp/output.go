@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 )
 
@@ -103,7 +104,7 @@ func (b *progress) line() string {
 	if rate > 0 && p.Total > p.Done {
 		eta = humanDuration(time.Duration(float64(p.Total-p.Done) / rate * float64(time.Second)))
 	}
-	name := transfer.Escape(p.Name)
+	name := escape.Text(p.Name)
 	if len(name) > 30 {
 		i := len(name) - 29
 		for i < len(name) && !utf8.RuneStart(name[i]) {

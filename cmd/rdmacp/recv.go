@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/cliflag"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )
@@ -53,7 +54,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		fmt.Fprintf(stderr, "rdmacp recv: %v\n", err)
 		return 2
 	}
-	v, err := transfer.ParseVerify(*verify)
+	v, err := parseVerify(*verify)
 	if err != nil {
 		fmt.Fprintf(stderr, "rdmacp recv: --verify: %v\n", err)
 		return 2
@@ -73,9 +74,9 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
 		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle, Verify: v}
-	ln, err := nw.Listen(ctx, rdma.WithDefaultPort(*listen), c.rdmaConfig(stderr))
+	ln, err := nw.Listen(ctx, withDefaultPort(*listen), c.rdmaOptions(stderr))
 	if err != nil {
-		report(stderr, "", err, *listen)
+		report(stderr, "", err, hint(err, *listen))
 		return 1
 	}
 	defer ln.Close()
@@ -92,7 +93,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	if *once {
 		t, err := ln.Accept(ctx)
 		if err != nil {
-			report(stderr, "", err, *listen)
+			report(stderr, "", err, hint(err, *listen))
 			return 1
 		}
 		rep, err := r.ServeConn(ctx, t)
@@ -104,7 +105,7 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		return 0
 	}
 	if err := r.Serve(ctx, ln, onConn); err != nil && !errors.Is(err, context.Canceled) {
-		report(stderr, "", err, *listen)
+		report(stderr, "", err, hint(err, *listen))
 		return 1
 	}
 	return 0
@@ -133,7 +134,7 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 		for _, f := range rep.Files {
 			s.Files = append(s.Files, fileSum(f))
 			if f.Err != nil {
-				report(stderr, f.Name, f.Err, rep.Peer)
+				report(stderr, f.Name, f.Err, hint(f.Err, rep.Peer))
 			}
 		}
 		if s.Seconds > 0 {
@@ -144,14 +145,14 @@ func recvReport(stdout, stderr io.Writer, c *common, rep *transfer.ConnReport, e
 	s.PeakRSS = peakRSS()
 	from := "a sender"
 	if s.Peer != "" {
-		from = transfer.Escape(s.Peer)
+		from = escape.Text(s.Peer)
 	}
 	if err != nil {
 		s.Error = err.Error()
 		// The error may carry the peer's text: escaped.
-		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, transfer.Escape(err.Error()))
+		fmt.Fprintf(stderr, "rdmacp: %s: %s\n", from, escape.Text(err.Error()))
 		if h := hint(err, from); h != "" && !errors.Is(err, transfer.ErrProtocol) {
-			fmt.Fprintf(stderr, "rdmacp:   %s\n", transfer.Escape(h))
+			fmt.Fprintf(stderr, "rdmacp:   %s\n", escape.Text(h))
 		}
 	}
 	if !c.quiet {

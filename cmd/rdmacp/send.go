@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/cliflag"
+	"github.com/rdmago/rdmago/internal/escape"
 	"github.com/rdmago/rdmago/transfer"
 	"github.com/rdmago/rdmago/transfer/rdma"
 )
@@ -46,17 +47,17 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	var least transfer.Verify
 	if *verify != "" {
-		if least, err = transfer.ParseVerify(*verify); err != nil {
+		if least, err = parseVerify(*verify); err != nil {
 			fmt.Fprintf(stderr, "rdmacp send: --verify: %v\n", err)
 			return 2
 		}
 	}
-	peer := rdma.WithDefaultPort(pos[len(pos)-1])
+	peer := withDefaultPort(pos[len(pos)-1])
 	paths := pos[:len(pos)-1]
 	sum := &sendSummary{Peer: peer, Files: []fileSummary{}}
 	fail := func(err error) int {
 		sum.Error = err.Error()
-		report(stderr, "", err, peer)
+		report(stderr, "", err, hint(err, peer))
 		if c.json {
 			writeJSON(stdout, sum)
 		}
@@ -76,7 +77,7 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		}
 	}
 
-	dial := nw.Dialer(peer, c.rdmaConfig(stderr))
+	dial := nw.Dialer(peer, c.rdmaOptions(stderr))
 	if c.verbose {
 		dial = closeReported(dial, stderr)
 	}
@@ -91,12 +92,16 @@ func cmdSend(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	sum.OK = ok
 	for _, f := range rep.Files {
 		if f.Err != nil {
-			report(stderr, f.Name, f.Err, peer)
+			report(stderr, f.Name, f.Err, hint(f.Err, peer))
 		}
 	}
 	if err != nil {
 		sum.Error = err.Error()
-		report(stderr, "", err, peer)
+		h := hint(err, peer)
+		if errors.Is(err, transfer.ErrVerify) && rep.Verify != 0 {
+			h = fmt.Sprintf("start the receiver with --verify %v, or send with --verify %v", least, rep.Verify)
+		}
+		report(stderr, "", err, h)
 		if n := len(items) - len(rep.Files); n > 0 {
 			fmt.Fprintf(stderr, "rdmacp: %d of %d items not sent\n", n, len(items))
 		}
@@ -141,16 +146,16 @@ func (t reportClose) Close() error {
 	return err
 }
 
-// report prints one error and, once per kind, what to do about it.
+// report prints one error and what to do about it (h, from hint).
 // Names and error texts may come from the peer: they are escaped.
-func report(w io.Writer, name string, err error, peer string) {
+func report(w io.Writer, name string, err error, h string) {
 	if name != "" {
-		fmt.Fprintf(w, "rdmacp: %s: %s\n", transfer.Escape(name), transfer.Escape(err.Error()))
+		fmt.Fprintf(w, "rdmacp: %s: %s\n", escape.Text(name), escape.Text(err.Error()))
 	} else {
-		fmt.Fprintf(w, "rdmacp: %s\n", transfer.Escape(err.Error()))
+		fmt.Fprintf(w, "rdmacp: %s\n", escape.Text(err.Error()))
 	}
-	if h := hint(err, peer); h != "" {
-		fmt.Fprintf(w, "rdmacp:   %s\n", transfer.Escape(h))
+	if h != "" {
+		fmt.Fprintf(w, "rdmacp:   %s\n", escape.Text(h))
 	}
 }
 

@@ -2,8 +2,8 @@
 
 // Package escape makes text from outside the program (a peer on the wire,
 // a guest's console) safe to print on a terminal. It is the one place that
-// decides what is escaped: transfer.Escape (rdmacp's names and peer errors)
-// and tools/lab (guest console lines, kernel crash reports) both use it.
+// decides what is escaped: transfer (peer errors) and rdmacp (names)
+// and tools/lab (guest console lines, kernel crash reports) use it.
 package escape
 
 import (

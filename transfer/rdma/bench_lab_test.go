@@ -19,12 +19,12 @@ import (
 // and compare with ib_write_bw in the same boot: absolute figures under
 // emulation mean nothing.
 
-func labPair(b testing.TB, port int, cfg Config) (s, r *Transport) {
+func labPair(b testing.TB, port int, cfg Options) (s, r *Transport) {
 	env := labtest.Require(b)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := addr(env.Addr, port)
-	ln, err := Listen(ctx, a, cfg)
+	ln, err := Listen(ctx, a, &cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func labPair(b testing.TB, port int, cfg Config) (s, r *Transport) {
 		}
 		got <- t
 	}()
-	s, _, err = DialRetry(ctx, a, cfg, 10*time.Second)
+	s, _, err = dialRetry(ctx, a, cfg, 10*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func labPair(b testing.TB, port int, cfg Config) (s, r *Transport) {
 // protocol does, without files or hashing).
 func BenchmarkLabWriteImm(b *testing.B) {
 	const slots, slotSize = 16, 1 << 20
-	s, r := labPair(b, 18630, Config{MaxSlots: slots})
+	s, r := labPair(b, 18630, Options{MaxSlots: slots})
 	ctx := context.Background()
 	if err := r.PrepareWrites(slots); err != nil {
 		b.Fatal(err)
@@ -116,7 +116,7 @@ func BenchmarkLabTransfer(b *testing.B) {
 	os.WriteFile(filepath.Join(src, "f"), labContent("bench", size), 0o600)
 	items, _, _ := transfer.Plan(filepath.Join(src, "f"))
 	a := addr(env.Addr, 18631)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func BenchmarkLabTransfer(b *testing.B) {
 			_, err := serveOne(ctx, ln, &transfer.Receiver{Dir: dst})
 			rc <- err
 		}()
-		tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+		tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
+	"golang.org/x/sys/unix"
 )
 
 // Fault tests over real RDMA (one node: rxe loops back; with two nodes each
@@ -40,10 +40,10 @@ type serving struct {
 	notify chan struct{}
 }
 
-func serve(t *testing.T, ctx context.Context, port int, cfg Config, r *transfer.Receiver) *serving {
+func serve(t *testing.T, ctx context.Context, port int, cfg Options, r *transfer.Receiver) *serving {
 	t.Helper()
 	env := labtest.Require(t)
-	ln, err := Listen(ctx, addr(env.Addr, port), cfg)
+	ln, err := Listen(ctx, addr(env.Addr, port), &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func sendFile(ctx context.Context, a string, s *transfer.Sender, path string) (*
 	if err != nil {
 		return nil, err
 	}
-	return s.DialSend(ctx, Dialer(a, Config{}), 10*time.Second, items)
+	return s.DialSend(ctx, Dialer(a, &Options{}), 10*time.Second, items)
 }
 
 // TestLabSenderKilledAtRandomPoints kills the sending end (context
@@ -138,7 +138,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 	const port = 18640
 	a := addr(env.Addr, port)
 	dst := t.TempDir()
-	srv := serve(t, ctx, port, Config{}, &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 4 << 10, IdleTimeout: 20 * time.Second})
+	srv := serve(t, ctx, port, Options{}, &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 4 << 10, IdleTimeout: 20 * time.Second})
 	src := t.TempDir()
 	const size = 96 << 10 // 24 chunks of 4 KiB: many places to die
 	data := labContent("killed", size)
@@ -161,7 +161,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 				}
 			}
 		}
-		tr, _, err := DialRetry(sctx, a, Config{}, 10*time.Second)
+		tr, _, err := dialRetry(sctx, a, Options{}, 10*time.Second)
 		if err != nil {
 			t.Fatalf("trial %d: dial: %v", trial, err)
 		}
@@ -223,7 +223,7 @@ func TestLabSenderKilledAtRandomPoints(t *testing.T) {
 func noPartial(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(p, transfer.PartialSuffix) {
+		if err == nil && strings.HasSuffix(p, rdcp.PartialSuffix) {
 			t.Errorf("partial copy left: %s", p)
 		}
 		return nil
@@ -247,7 +247,7 @@ func TestLabDiskFull(t *testing.T) {
 	}
 	defer unix.Unmount(dst, unix.MNT_DETACH)
 	const port = 18641
-	srv := serve(t, ctx, port, Config{}, labReceiver(dst))
+	srv := serve(t, ctx, port, Options{}, labReceiver(dst))
 	a := addr(env.Addr, port)
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "big"), labContent("big", 2<<20), 0o600); err != nil {
@@ -301,7 +301,7 @@ func TestLabSixteenSenders(t *testing.T) {
 	dst := t.TempDir()
 	r := &transfer.Receiver{Dir: dst, Slots: 4, SlotSize: 16 << 10, IdleTimeout: time.Minute, MaxConns: n, MaxHandshakes: hands,
 		Verify: transfer.VerifySHA256} // the senders' digests are checked against SHA-256 below
-	srv := serve(t, ctx, port, Config{MaxSlots: 4}, r)
+	srv := serve(t, ctx, port, Options{MaxSlots: 4}, r)
 	a := addr(env.Addr, port)
 	gate := make(chan struct{})
 	go func() {
@@ -313,7 +313,7 @@ func TestLabSixteenSenders(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	dial := Dialer(a, Config{MaxSlots: 4})
+	dial := Dialer(a, &Options{MaxSlots: 4})
 	gated := func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
 		tr, retries, err := dial(ctx, wait)
 		if err != nil {
@@ -414,8 +414,8 @@ func (p *rawRDMA) send(b []byte) {
 	}
 }
 
-func (p *rawRDMA) msg(m transfer.Message) {
-	b, err := transfer.Encode(m)
+func (p *rawRDMA) msg(m rdcp.Message) {
+	b, err := rdcp.Encode(m)
 	if err != nil {
 		p.t.Fatalf("encode %v: %v", m.Type(), err)
 	}
@@ -424,7 +424,7 @@ func (p *rawRDMA) msg(m transfer.Message) {
 
 // next returns the receiver's next message; a WINDOW is a test failure
 // (memory exposed to a misbehaving peer).
-func (p *rawRDMA) next() (transfer.Message, error) {
+func (p *rawRDMA) next() (rdcp.Message, error) {
 	a, err := p.tr.Receive(p.ctx)
 	if err != nil {
 		return nil, err
@@ -432,8 +432,8 @@ func (p *rawRDMA) next() (transfer.Message, error) {
 	if a.Write {
 		p.t.Fatal("the receiver wrote into the sender")
 	}
-	m, err := transfer.Decode(a.Msg)
-	if err == nil && m.Type() == transfer.MsgWindow {
+	m, err := rdcp.Decode(a.Msg)
+	if err == nil && m.Type() == rdcp.MsgWindow {
 		p.t.Errorf("the receiver exposed a window: %+v", m)
 	}
 	return m, err
@@ -450,32 +450,32 @@ func TestLabMalformedPeers(t *testing.T) {
 	defer cancel()
 	const port, pskPort = 18643, 18644
 	dst := t.TempDir()
-	srv := serve(t, ctx, port, Config{}, labReceiver(dst))
+	srv := serve(t, ctx, port, Options{}, labReceiver(dst))
 	key := []byte("the receiver's key, 32 bytes ..")
 	pr := labReceiver(dst)
 	pr.PSK = key
-	psrv := serve(t, ctx, pskPort, Config{}, pr)
+	psrv := serve(t, ctx, pskPort, Options{}, pr)
 
-	hello := func(flags transfer.HelloFlags) []byte {
-		b, _ := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: flags, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	hello := func(flags rdcp.HelloFlags) []byte {
+		b, _ := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: flags, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 		return b
 	}
 	goodHello := hello(0)
-	header := func(typ transfer.MsgType, n uint32) []byte {
-		b := append([]byte{}, goodHello[:transfer.HeaderSize]...)
+	header := func(typ rdcp.MsgType, n uint32) []byte {
+		b := append([]byte{}, goodHello[:rdcp.HeaderSize]...)
 		binary.BigEndian.PutUint16(b[6:], uint16(typ)) // after magic and version
 		binary.BigEndian.PutUint32(b[8:], n)
 		return b
 	}
-	if h, err := transfer.DecodeHeader(header(transfer.MsgDone, 0)); err != nil || h.Type != transfer.MsgDone {
+	if h, err := rdcp.DecodeHeader(header(rdcp.MsgDone, 0)); err != nil || h.Type != rdcp.MsgDone {
 		t.Fatalf("test's header layout is wrong: %+v %v", h, err)
 	}
 	type step func(p *rawRDMA)
 	raw := func(b []byte) step { return func(p *rawRDMA) { p.send(b) } }
-	msg := func(m transfer.Message) step { return func(p *rawRDMA) { p.msg(m) } }
+	msg := func(m rdcp.Message) step { return func(p *rawRDMA) { p.msg(m) } }
 	doHello := func(p *rawRDMA) {
 		p.send(goodHello)
-		if m, err := p.next(); err != nil || m.Type() != transfer.MsgHello {
+		if m, err := p.next(); err != nil || m.Type() != rdcp.MsgHello {
 			p.t.Fatalf("HELLO answered with %v (%v)", m, err)
 		}
 	}
@@ -486,20 +486,20 @@ func TestLabMalformedPeers(t *testing.T) {
 		code  transfer.Code
 	}{
 		{"bad magic", false, []step{raw(append([]byte("XXXX"), goodHello[4:]...))}, transfer.CodeProtocol},
-		{"oversized length", false, []step{raw(append(header(transfer.MsgHello, 1<<20), make([]byte, 64)...))}, transfer.CodeProtocol},
+		{"oversized length", false, []step{raw(append(header(rdcp.MsgHello, 1<<20), make([]byte, 64)...))}, transfer.CodeProtocol},
 		{"truncated", false, []step{raw(goodHello[:20])}, transfer.CodeProtocol},
 		{"unknown type", false, []step{raw(header(99, 0))}, transfer.CodeProtocol},
-		{"FILE before HELLO", false, []step{msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 1 << 20, Name: "f"})}, transfer.CodeProtocol},
-		{"DONE outside a transfer", false, []step{doHello, msg(&transfer.Done{ID: 1})}, transfer.CodeProtocol},
-		{"CREDIT from a sender", false, []step{doHello, msg(&transfer.Credit{ID: 1, Consumed: 1})}, transfer.CodeProtocol},
-		{"parent traversal", false, []step{doHello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 1 << 20, Name: "../escape"})}, transfer.CodeProtocol},
-		{"absolute name", false, []step{doHello, msg(&transfer.File{ID: 1, Kind: transfer.KindFile, Size: 1 << 20, Name: "/etc/passwd"})}, transfer.CodeProtocol},
+		{"FILE before HELLO", false, []step{msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 1 << 20, Name: "f"})}, transfer.CodeProtocol},
+		{"DONE outside a transfer", false, []step{doHello, msg(&rdcp.Done{ID: 1})}, transfer.CodeProtocol},
+		{"CREDIT from a sender", false, []step{doHello, msg(&rdcp.Credit{ID: 1, Consumed: 1})}, transfer.CodeProtocol},
+		{"parent traversal", false, []step{doHello, msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 1 << 20, Name: "../escape"})}, transfer.CodeProtocol},
+		{"absolute name", false, []step{doHello, msg(&rdcp.File{ID: 1, Kind: rdcp.KindFile, Size: 1 << 20, Name: "/etc/passwd"})}, transfer.CodeProtocol},
 		{"no key to a keyed receiver", true, []step{raw(goodHello)}, transfer.CodeAuthRequired},
-		{"forged AUTH", true, []step{raw(hello(transfer.HelloPSK)), func(p *rawRDMA) {
-			if m, err := p.next(); err != nil || m.Type() != transfer.MsgHello {
+		{"forged AUTH", true, []step{raw(hello(rdcp.HelloPSK)), func(p *rawRDMA) {
+			if m, err := p.next(); err != nil || m.Type() != rdcp.MsgHello {
 				p.t.Fatalf("HELLO answered with %v (%v)", m, err)
 			}
-			p.msg(&transfer.Auth{})
+			p.msg(&rdcp.Auth{})
 		}}, transfer.CodeAuthFailed},
 	}
 	conns := map[bool]int{}
@@ -509,7 +509,7 @@ func TestLabMalformedPeers(t *testing.T) {
 			if c.psk {
 				s, p = psrv, pskPort
 			}
-			tr, _, err := DialRetry(ctx, addr(env.Addr, p), Config{}, 10*time.Second)
+			tr, _, err := dialRetry(ctx, addr(env.Addr, p), Options{}, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -519,15 +519,15 @@ func TestLabMalformedPeers(t *testing.T) {
 			for _, st := range c.steps {
 				st(peer)
 			}
-			var got *transfer.ErrorMsg
+			var got *rdcp.ErrorMsg
 			for got == nil {
 				m, err := peer.next()
 				if err != nil {
 					t.Fatalf("no ERROR before the connection ended: %v", err)
 				}
-				got, _ = m.(*transfer.ErrorMsg)
+				got, _ = m.(*rdcp.ErrorMsg)
 			}
-			if got.Code != c.code {
+			if transfer.Code(got.Code) != c.code {
 				t.Errorf("ERROR %v %q, want code %v", got.Code, got.Text, c.code)
 			}
 			if _, err := s.waitConn(t, conns[c.psk]); err == nil {

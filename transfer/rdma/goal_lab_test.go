@@ -18,6 +18,7 @@ import (
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 )
 
@@ -142,7 +143,7 @@ func goalReceiver(t *testing.T, ctx context.Context, env labtest.Env) {
 			}
 		},
 	}
-	srv := serve(t, ctx, goalPort, Config{AcceptTimeout: time.Minute, MaxPendingAccepts: 80}, r)
+	srv := serve(t, ctx, goalPort, Options{AcceptTimeout: time.Minute, MaxPendingAccepts: 80}, r)
 	hwm0 := procKB(t, "VmHWM")
 	select {
 	case <-end:
@@ -211,7 +212,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 	}
 	// The first also waits for node 0 to listen.
 	items, _, _ := transfer.Plan(file)
-	rep, err := (&transfer.Sender{PSK: goalKey}).DialSend(ctx, Dialer(a, Config{}), time.Minute, items)
+	rep, err := (&transfer.Sender{PSK: goalKey}).DialSend(ctx, Dialer(a, &Options{}), time.Minute, items)
 	if err != nil || !rep.OK(1) {
 		t.Fatalf("warm-up transfer: %v %+v", err, rep)
 	}
@@ -229,7 +230,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 	}
 	// Silent peers: connected; every other one sends a HELLO asking for
 	// the key's handshake, then nothing.
-	hello, err := transfer.Encode(&transfer.Hello{Role: transfer.RoleSender, Flags: transfer.HelloPSK, MinVersion: transfer.ProtocolVersion, MaxVersion: transfer.ProtocolVersion})
+	hello, err := rdcp.Encode(&rdcp.Hello{Role: rdcp.RoleSender, Flags: rdcp.HelloPSK, MinVersion: rdcp.ProtocolVersion, MaxVersion: rdcp.ProtocolVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func goalLoad(t *testing.T, ctx context.Context, env labtest.Env) {
 		}
 	}()
 	for i := range silents {
-		tr, err := Dial(ctx, a, Config{MaxSlots: 1})
+		tr, err := Dial(ctx, a, &Options{MaxSlots: 1})
 		if err != nil {
 			t.Fatalf("silent peer %d: %v", i, err)
 		}

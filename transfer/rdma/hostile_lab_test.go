@@ -74,7 +74,7 @@ func TestLabHalfOpenConnects(t *testing.T) {
 	const port = 18650
 	a := addr(env.Addr, port)
 	dst := t.TempDir()
-	srv := serve(t, ctx, port, Config{AcceptTimeout: time.Hour, MaxPendingAccepts: 3}, labReceiver(dst))
+	srv := serve(t, ctx, port, Options{AcceptTimeout: time.Hour, MaxPendingAccepts: 3}, labReceiver(dst))
 	ch, err := cm.OpenChannel()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestLabHalfOpenConnects(t *testing.T) {
 		for range held {
 			halfOpen(t, ctx, ch, a)
 		}
-		tr, err := Dial(ctx, a, Config{})
+		tr, err := Dial(ctx, a, &Options{})
 		if err != nil {
 			t.Fatalf("round %d: connect behind half-open connects: %v", round, err)
 		}
@@ -117,7 +117,7 @@ func TestLabAcceptTimeout(t *testing.T) {
 	const port = 18651
 	a := addr(env.Addr, port)
 	logs := make(chan string, 4096)
-	cfg := Config{AcceptTimeout: 2 * time.Second, Logf: func(f string, args ...any) {
+	cfg := Options{AcceptTimeout: 2 * time.Second, Logf: func(f string, args ...any) {
 		select {
 		case logs <- fmt.Sprintf(f, args...):
 		default:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/internal/rdcp"
 	"github.com/rdmago/rdmago/transfer"
 )
 
@@ -69,7 +70,7 @@ func checkLabFiles(t *testing.T, dst string) {
 		if want := labContent(name, n); !bytes.Equal(b, want) {
 			t.Errorf("%s: %d bytes with SHA-256 %x, want %d bytes with %x", name, len(b), sha256.Sum256(b), n, sha256.Sum256(want))
 		}
-		if _, err := os.Stat(filepath.Join(dst, transfer.PartialName(name))); err == nil {
+		if _, err := os.Stat(filepath.Join(dst, rdcp.PartialName(name))); err == nil {
 			t.Errorf("%s: partial copy left", name)
 		}
 	}
@@ -99,7 +100,7 @@ func TestLabTransfer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18611)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestLabTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, err := Dial(ctx, a, &Options{WaitForListener: true}) // ctx bounds the wait
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestLabWindowWithdrawn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18612)
-	ln, err := Listen(ctx, a, Config{MaxSlots: 4})
+	ln, err := Listen(ctx, a, &Options{MaxSlots: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestLabWindowWithdrawn(t *testing.T) {
 		}
 		accepted <- tr
 	}()
-	s, _, err := DialRetry(ctx, a, Config{MaxSlots: 4}, 10*time.Second)
+	s, _, err := dialRetry(ctx, a, Options{MaxSlots: 4}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18613)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 
 	rc := make(chan error, 1)
 	go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,13 +269,13 @@ func TestLabKilledSenderThenResume(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, "f")); err == nil {
 		t.Fatal("final file exists after the sender was killed")
 	}
-	fi, err := os.Stat(filepath.Join(dst, transfer.PartialName("f")))
+	fi, err := os.Stat(filepath.Join(dst, rdcp.PartialName("f")))
 	if err != nil || fi.Size() == 0 {
 		t.Fatalf("no partial copy: %v", err)
 	}
 
 	go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-	tr, _, err = DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err = dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestLabWrongPSK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18614)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestLabWrongPSK(t *testing.T) {
 	go func() { _, err := serveOne(ctx, ln, r); rc <- err }()
 	src := writeLabFiles(t)
 	items, _, _ := transfer.Plan(src)
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestLabTwoNodes(t *testing.T) {
 	const port = 18615
 	switch env.Node {
 	case "0":
-		ln, err := Listen(ctx, addr(env.Addr, port), Config{})
+		ln, err := Listen(ctx, addr(env.Addr, port), &Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +358,7 @@ func TestLabTwoNodes(t *testing.T) {
 	case "1":
 		src := writeLabFiles(t)
 		items, _, _ := transfer.Plan(src)
-		tr, retries, err := DialRetry(ctx, addr(env.Peer, port), Config{}, time.Minute)
+		tr, retries, err := dialRetry(ctx, addr(env.Peer, port), Options{}, time.Minute)
 		if err != nil {
 			t.Fatalf("connect to %s after %d retries: %v", env.Peer, retries, err)
 		}
@@ -370,7 +371,7 @@ func TestLabTwoNodes(t *testing.T) {
 		el := time.Since(start)
 		t.Logf("sent %d bytes in %v (%.1f MB/s under emulation, %d dial retries)", rep.Bytes, el, float64(rep.Bytes)/el.Seconds()/1e6, retries)
 	default:
-		t.Fatal(fmt.Sprintf("unknown node %q", env.Node))
+		t.Fatalf("unknown node %q", env.Node)
 	}
 }
 
@@ -400,7 +401,7 @@ func TestLabKilledReceiver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18616)
-	ln, err := Listen(ctx, a, Config{})
+	ln, err := Listen(ctx, a, &Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +421,7 @@ func TestLabKilledReceiver(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "f"), labContent("dying", 2<<20), 0o600)
 	items, _, _ := transfer.Plan(filepath.Join(src, "f"))
-	tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+	tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestLabConcurrentSenders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	a := addr(env.Addr, 18617)
-	ln, err := Listen(ctx, a, Config{MaxSlots: 8})
+	ln, err := Listen(ctx, a, &Options{MaxSlots: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestLabConcurrentSenders(t *testing.T) {
 			src := t.TempDir()
 			os.WriteFile(filepath.Join(src, name), labContent(name, (i+1)<<19), 0o600)
 			items, _, _ := transfer.Plan(filepath.Join(src, name))
-			tr, _, err := DialRetry(ctx, a, Config{MaxSlots: 8}, 10*time.Second)
+			tr, _, err := dialRetry(ctx, a, Options{MaxSlots: 8}, 10*time.Second)
 			if err != nil {
 				errs <- err
 				return
@@ -531,14 +532,14 @@ func TestLabNoLeaks(t *testing.T) {
 	var peakPin int
 	once := func(port int) {
 		a := addr(env.Addr, port)
-		ln, err := Listen(ctx, a, Config{})
+		ln, err := Listen(ctx, a, &Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		dst := t.TempDir()
 		rc := make(chan error, 1)
 		go func() { _, err := serveOne(ctx, ln, labReceiver(dst)); rc <- err }()
-		tr, _, err := DialRetry(ctx, a, Config{}, 10*time.Second)
+		tr, _, err := dialRetry(ctx, a, Options{}, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ import (
 //
 // The first level keeps the CM's default local ACK timeout (2.1 s with
 // Linux 6.1, 0.54 s with 6.12): every loss that no NAK reports costs that
-// much (see Config.AckTimeout), so it runs at the lowest loss and size. The
+// much (see Options.AckTimeout), so it runs at the lowest loss and size. The
 // others lower it to 14 (67 ms) to stay within the lab's time budget.
 //
 // Pervasive reordering (netem jitter larger than the packet spacing) is
@@ -211,10 +211,10 @@ func sendThroughLoss(t *testing.T, ctx context.Context, c *rtnl.Conn, env labtes
 	name := level + ".bin"
 	data := labContent(name, size)
 	var qps qpLog
-	cfg := Config{AckTimeout: ackTimeout, Logf: qps.logf}
+	cfg := Options{AckTimeout: ackTimeout, Logf: qps.logf}
 	switch env.Node {
 	case "0":
-		ln, err := Listen(ctx, addr(env.Addr, port), cfg)
+		ln, err := Listen(ctx, addr(env.Addr, port), &cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func sendThroughLoss(t *testing.T, ctx context.Context, c *rtnl.Conn, env labtes
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, retries, err := DialRetry(ctx, addr(env.Peer, port), cfg, time.Minute)
+		tr, retries, err := dialRetry(ctx, addr(env.Peer, port), cfg, time.Minute)
 		if err != nil {
 			t.Fatalf("connect to %s after %d retries: %v", env.Peer, retries, err)
 		}

@@ -10,11 +10,11 @@ import (
 	"github.com/rdmago/rdmago/cm"
 )
 
-// ErrForeignPeer is matched (errors.Is) by the error of Dial and DialRetry
-// when the program at the address is not an rdmacp receiver and seems to
+// ErrForeignPeer is matched (errors.Is) by the error of Dial (and of Dialer's
+// DialFunc) when the program at the address is not an rdmacp receiver and seems to
 // be an rsockets server (rcopy, rstream, a program under librspreload):
 // it accepted with rs_conn_data (Dial closes the connection before
-// anything is sent), or it rejected DialRetry's requests again and again
+// anything is sent), or it rejected the requests of Dial with WaitForListener again and again
 // without a word, as rsockets' raccept does with a request that carries
 // no rs_conn_data. The error names what the peer seems to be. Trying
 // again does not help.
@@ -85,7 +85,7 @@ func peerData(b []byte) (foreign bool, other string) {
 // foreignReceiver is Dial's error for a receiver at addr that speaks
 // rsockets.
 func foreignReceiver(addr string) error {
-	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: run `rdmacp recv DIR` there", ErrForeignPeer, addr, rsocketPeer)
+	return fmt.Errorf("%w: the receiver at %s speaks %s, not rdmacp: it is not an rdmacp receiver (a transfer.Receiver)", ErrForeignPeer, addr, rsocketPeer)
 }
 
 // A Listener's rejects carry a text (an rdmacp receiver says why it turns
@@ -94,7 +94,7 @@ func foreignReceiver(addr string) error {
 const busyText = "rdmacp receiver: busy, try again"
 
 // silentRejects is how many rejects without a word in a row make
-// DialRetry give up on the address: with its pauses, half a second.
+// dialRetry give up on the address: with its pauses, half a second.
 const silentRejects = 5
 
 // silentReject reports whether err is a REJECTED from the peer application
@@ -117,8 +117,8 @@ func silentReject(err error) bool {
 	return true
 }
 
-// foreignRejecter is DialRetry's error for a program at addr that rejected
+// foreignRejecter is dialRetry's error for a program at addr that rejected
 // n requests in a row without a word.
 func foreignRejecter(addr string, n int, last error) error {
-	return fmt.Errorf("%w: the program at %s rejected %d connection requests in a row without a word, as a server speaking %s does with rdmacp's: it is not an rdmacp receiver; run `rdmacp recv DIR` there (last: %v)", ErrForeignPeer, addr, n, rsocketPeer, last)
+	return fmt.Errorf("%w: the program at %s rejected %d connection requests in a row without a word, as a server speaking %s does with rdmacp's: it is not an rdmacp receiver (a transfer.Receiver; last: %v)", ErrForeignPeer, addr, n, rsocketPeer, last)
 }

@@ -46,7 +46,7 @@ func slicesIndex(bs []msgBufs, b *msgBufs) int {
 func TestLabPrepareWrites(t *testing.T) {
 	labtest.OneNode(t, "both ends in this process")
 	const maxSlots, m = 8, transfer.MaxMessageSize
-	s, r := labPair(t, 18661, Config{MaxSlots: maxSlots})
+	s, r := labPair(t, 18661, Options{MaxSlots: maxSlots})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	check := func(when string, tr *Transport, recv, send int) {
@@ -134,7 +134,7 @@ func TestLabPrepareWrites(t *testing.T) {
 func TestLabDataPathAllocs(t *testing.T) {
 	labtest.OneNode(t, "both ends in this process")
 	const slots = 4
-	s, r := labPair(t, 18662, Config{MaxSlots: slots})
+	s, r := labPair(t, 18662, Options{MaxSlots: slots})
 	if err := r.PrepareWrites(slots); err != nil {
 		t.Fatal(err)
 	}

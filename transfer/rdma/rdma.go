@@ -12,11 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
@@ -27,11 +23,12 @@ import (
 // DefaultPort is where rdmacp listens unless told otherwise.
 const DefaultPort = 18517
 
-// DefaultMaxSlots is Config.MaxSlots' default.
+// DefaultMaxSlots is Options.MaxSlots' default.
 const DefaultMaxSlots = 64
 
-// Config configures Dial and Listen.
-type Config struct {
+// Options configures Dial and Listen; nil or the zero value means every
+// default.
+type Options struct {
 	// MaxSlots is the most data writes the connection can have outstanding
 	// at its receiving end: the largest window, in slots, a receiver can
 	// offer over it. The receive queue holds MaxSlots+transfer.ControlDepth
@@ -74,6 +71,19 @@ type Config struct {
 	// not yet taken by Accept, and twice it the setups alive (evicted ones
 	// tear down); requests beyond those are rejected.
 	MaxPendingAccepts int
+	// WaitForListener makes Dial retry, until ctx ends, while nobody
+	// listens at the address yet (cm.ErrNoListener) or its CM does not
+	// answer, pausing 50 ms doubling to 1 s (jittered) between attempts.
+	// Dialer's DialFunc retries so within DialSend's wait whatever it is.
+	WaitForListener bool
+}
+
+// value is o's settings (nil: the zero Options).
+func (o *Options) value() Options {
+	if o == nil {
+		return Options{}
+	}
+	return *o
 }
 
 // Listener defaults.
@@ -82,21 +92,21 @@ const (
 	DefaultMaxPendingAccepts = 16
 )
 
-func (c Config) acceptTimeout() time.Duration {
+func (c Options) acceptTimeout() time.Duration {
 	if c.AcceptTimeout > 0 {
 		return c.AcceptTimeout
 	}
 	return DefaultAcceptTimeout
 }
 
-func (c Config) maxPending() int {
+func (c Options) maxPending() int {
 	if c.MaxPendingAccepts > 0 {
 		return c.MaxPendingAccepts
 	}
 	return DefaultMaxPendingAccepts
 }
 
-func (c Config) maxSlots() int {
+func (c Options) maxSlots() int {
 	if c.MaxSlots > 0 {
 		return min(c.MaxSlots, transfer.MaxSlots)
 	}
@@ -150,7 +160,7 @@ func addBufs(c *cm.Conn, bs []msgBufs, first, n int, what string) ([]msgBufs, er
 // Listener.Accept make one; the caller must Close it, which disconnects
 // and destroys the connection's QP, CQs, memory regions and PD.
 type Transport struct {
-	cfg      Config
+	cfg      Options
 	conn     *cm.Conn
 	qp       *uverbs.QP
 	sendCQ   *uverbs.CQ
@@ -187,7 +197,7 @@ type Transport struct {
 	closeErr error
 }
 
-func newTransport(cfg Config, accepted bool) *Transport {
+func newTransport(cfg Options, accepted bool) *Transport {
 	t := &Transport{cfg: cfg, maxSlots: cfg.maxSlots(), accepted: accepted, repost: -1, regions: map[*region]struct{}{}}
 	t.nrecv = t.maxSlots + transfer.ControlDepth
 	t.sendDepth = t.maxSlots + sendBufs
@@ -312,296 +322,6 @@ func (t *Transport) start(c *cm.Conn) {
 	t.conn, t.qp = c, c.QP()
 	t.sendCQ, t.recvCQ = c.SendCQ(), c.RecvCQ()
 }
-
-// Dial connects to a receiver at addr ("host:port"; the port defaults to
-// DefaultPort): rdma_resolve_addr, rdma_resolve_route, rdma_connect through
-// cm.Dial, with the control messages' receives posted before the
-// connection is up (a sender needs no more; see PrepareWrites). It fails
-// with cm's errors (cm.ErrNoListener, ..., uverbs.ErrNoDevice) as they
-// come; see DialRetry to wait for a receiver that is starting. A receiver
-// that accepts with rsockets' connection data (rcopy's server, rstream -s,
-// a program under librspreload) is disconnected at once and the error,
-// matching ErrForeignPeer, says so. The caller must Close the Transport.
-func Dial(ctx context.Context, addr string, cfg Config) (*Transport, error) {
-	addr = WithDefaultPort(addr)
-	t := newTransport(cfg, false)
-	c, err := cm.Dial(ctx, addr, t.options())
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
-	}
-	// rdmacp's receiver accepts with no private data: an rsockets
-	// server's rs_conn_data means whatever is sent next would only
-	// break its QP and leave this end to time out.
-	switch foreign, other := peerData(c.Peer().PrivateData); {
-	case foreign:
-		c.Close()
-		return nil, foreignReceiver(addr)
-	case other != "" && cfg.Logf != nil:
-		cfg.Logf("connect to %s: the receiver accepted with %s: it may not be rdmacp", addr, other)
-	}
-	t.start(c)
-	return t, nil
-}
-
-// DialRetry is Dial that retries for up to wait while nobody listens at
-// addr yet (or its CM does not answer), pausing transfer.RetryDelay between
-// attempts (50 ms doubling to 1 s, jittered). It returns how many attempts
-// failed before the result. A program that rejects silentRejects requests
-// in a row without a word (an rsockets server does: rdmacp's request
-// carries no rs_conn_data; an rdmacp receiver says why it rejects) ends it
-// with an error matching ErrForeignPeer. A sender should use Dialer with
-// transfer.Sender.DialSend, which also waits out a receiver busy with other
-// senders' handshakes.
-func DialRetry(ctx context.Context, addr string, cfg Config, wait time.Duration) (*Transport, int, error) {
-	deadline := time.Now().Add(wait)
-	silent := 0
-	for retries := 0; ; retries++ {
-		t, err := Dial(ctx, addr, cfg)
-		if silentReject(err) {
-			if silent++; silent == silentRejects {
-				return nil, retries, foreignRejecter(WithDefaultPort(addr), silent, err)
-			}
-		} else {
-			silent = 0
-		}
-		pause := transfer.RetryDelay(retries)
-		if err == nil || !Retryable(err) || time.Now().Add(pause).After(deadline) {
-			return t, retries, err
-		}
-		timer := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, retries, err
-		case <-timer.C:
-		}
-	}
-}
-
-// Dialer is DialRetry to addr with cfg as a transfer.DialFunc, for
-// transfer.Sender.DialSend: how rdmacp send connects, retrying while nobody
-// listens at addr and while the receiver is busy with handshakes, all
-// within one wait.
-func Dialer(addr string, cfg Config) transfer.DialFunc {
-	return func(ctx context.Context, wait time.Duration) (transfer.Transport, int, error) {
-		t, n, err := DialRetry(ctx, addr, cfg, wait)
-		if err != nil {
-			return nil, n, err // not a nil *Transport in the interface
-		}
-		return t, n, nil
-	}
-}
-
-// Retryable reports whether a Dial error may go away by itself: nobody
-// listens yet, or the peer's CM did not answer.
-func Retryable(err error) bool {
-	return errors.Is(err, cm.ErrNoListener) || errors.Is(err, cm.ErrRejected) || errors.Is(err, cm.ErrUnreachable)
-}
-
-// WithDefaultPort adds DefaultPort to an address without a port.
-func WithDefaultPort(addr string) string {
-	if _, _, err := net.SplitHostPort(addr); err == nil {
-		return addr
-	}
-	return net.JoinHostPort(addr, strconv.Itoa(DefaultPort))
-}
-
-// Listener accepts senders' connections (a transfer.Listener). One
-// goroutine reads the connection requests; each is set up in its own
-// goroutine within Config.AcceptTimeout, at most Config.MaxPendingAccepts at
-// once (a further request evicts the oldest), so no peer can hold up the
-// others: a half-open connect (the REP answered by no RTU) holds one
-// pending slot until AcceptTimeout or until newer requests push it out.
-// A request carrying rsockets' connection data (rcopy's client, a program
-// under librspreload) is rejected at once and reported (Config.Warnf).
-type Listener struct {
-	l      *cm.Listener
-	cfg    Config
-	ctx    context.Context // ends with Close
-	cancel context.CancelFunc
-	ready  chan *Transport // set up, for Accept
-	// refused counts the requests refused for speaking rsockets.
-	refused atomic.Int64
-	wg      sync.WaitGroup // the setup goroutines
-
-	mu      sync.Mutex
-	setups  []*setup // in progress, oldest first
-	waiting int      // set up, not yet taken by Accept
-	live    int      // setup goroutines alive (evicted ones included)
-
-	// loopDone is closed when the request loop ends, with loopErr.
-	loopDone chan struct{}
-	loopErr  error
-	once     sync.Once
-	closeErr error
-}
-
-// Listen listens on addr ("host:port", empty host for every RDMA device;
-// the port defaults to DefaultPort): rdma_bind_addr and rdma_listen through
-// cm.Listen, and starts reading requests. The caller must Close it.
-func Listen(ctx context.Context, addr string, cfg Config) (*Listener, error) {
-	addr = WithDefaultPort(addr)
-	cl, err := cm.Listen(ctx, addr, &cm.Options{Logf: cfg.Logf, ReuseAddr: true})
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	l := &Listener{l: cl, cfg: cfg, ready: make(chan *Transport), loopDone: make(chan struct{})}
-	l.ctx, l.cancel = context.WithCancel(context.Background())
-	go l.loop()
-	return l, nil
-}
-
-// setup is one connection being set up.
-type setup struct {
-	cancel  context.CancelFunc
-	evicted bool
-}
-
-// loop reads connection requests and starts a setup for each: evicting the
-// oldest setup when MaxPendingAccepts are under way, rejecting the request
-// when too many connections wait for Accept or too many setups are alive.
-func (l *Listener) loop() {
-	defer close(l.loopDone)
-	limit := l.cfg.maxPending()
-	for {
-		req, err := l.l.AcceptRequest(l.ctx)
-		if err != nil {
-			if l.ctx.Err() != nil {
-				err = fmt.Errorf("accept on %v: %w", l.l.Addr(), cm.ErrClosed)
-			}
-			l.loopErr = err
-			return
-		}
-		if foreign, _ := peerData(req.Param.PrivateData); foreign {
-			l.refuse(req)
-			continue
-		}
-		l.mu.Lock()
-		if l.waiting >= limit || l.live >= 2*limit {
-			waiting, live := l.waiting, l.live
-			l.mu.Unlock()
-			l.logf("accept: %d connections wait for Accept, %d setups alive: request rejected", waiting, live)
-			req.Reject([]byte(busyText))
-			continue
-		}
-		if len(l.setups) >= limit {
-			old := l.setups[0]
-			l.setups = l.setups[1:]
-			old.evicted = true
-			old.cancel()
-		}
-		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.acceptTimeout())
-		s := &setup{cancel: cancel}
-		l.setups = append(l.setups, s)
-		l.live++
-		l.mu.Unlock()
-		l.wg.Add(1)
-		go l.setup(ctx, s, req)
-	}
-}
-
-// setup accepts req (within ctx: AcceptTimeout, eviction, Close) and hands
-// the connection to Accept.
-func (l *Listener) setup(ctx context.Context, s *setup, req *cm.Request) {
-	defer l.wg.Done()
-	t := newTransport(l.cfg, true)
-	c, err := req.Accept(ctx, t.options())
-	late := ctx.Err() == context.DeadlineExceeded
-	l.mu.Lock()
-	if i := slices.Index(l.setups, s); i >= 0 {
-		l.setups = slices.Delete(l.setups, i, i+1)
-	}
-	evicted := s.evicted
-	l.live--
-	if err == nil {
-		l.waiting++
-	}
-	l.mu.Unlock()
-	s.cancel()
-	if err != nil {
-		switch {
-		case late:
-			l.logf("accept: the peer did not complete the connection within %v: dropped (%v)", l.cfg.acceptTimeout(), err)
-		case evicted:
-			l.logf("accept: %d newer requests arrived while the peer did not complete the connection: dropped", l.cfg.maxPending())
-		case l.ctx.Err() == nil:
-			l.logf("accept: %v", err)
-		}
-		return
-	}
-	t.start(c)
-	select {
-	case l.ready <- t:
-	case <-l.ctx.Done():
-		t.Close()
-	}
-	l.mu.Lock()
-	l.waiting--
-	l.mu.Unlock()
-}
-
-// refuseText is the private data of the reject a Listener answers an
-// rsockets peer with (its rconnect fails with ECONNREFUSED either way).
-const refuseText = "rdmacp receiver: rsockets connections are refused"
-
-// refuse rejects a connection request from a peer speaking rsockets and
-// says so (Config.Warnf, else Logf): the listener goes on serving others.
-func (l *Listener) refuse(req *cm.Request) {
-	from := "an unknown address"
-	if a, err := req.ID.Query(); err == nil && a.Remote.IsValid() {
-		from = a.Remote.String()
-	}
-	err := req.Reject([]byte(refuseText))
-	l.refused.Add(1)
-	warn := l.cfg.Warnf
-	if warn == nil {
-		warn = l.logf
-	}
-	if err != nil {
-		warn("a peer speaking %s tried to connect from %s: refused (%v)", rsocketPeer, from, err)
-		return
-	}
-	warn("a peer speaking %s tried to connect from %s: refused", rsocketPeer, from)
-}
-
-// Refused is how many connection requests the listener refused because
-// the peer speaks rsockets.
-func (l *Listener) Refused() int { return int(l.refused.Load()) }
-
-func (l *Listener) logf(format string, args ...any) {
-	if l.cfg.Logf != nil {
-		l.cfg.Logf(format, args...)
-	}
-}
-
-// Accept waits for the next sender whose connection is set up. A request
-// that fails to set up (or within AcceptTimeout) is rejected or dropped and
-// logged; Accept returns an error only when the listener or ctx ends.
-func (l *Listener) Accept(ctx context.Context) (transfer.Transport, error) {
-	select {
-	case t := <-l.ready:
-		return t, nil
-	case <-l.loopDone:
-		return nil, l.loopErr
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// Close stops listening and drops the connections being set up or not yet
-// taken by Accept. It is idempotent.
-func (l *Listener) Close() error {
-	l.once.Do(func() {
-		l.cancel()
-		<-l.loopDone
-		l.wg.Wait()
-		l.closeErr = l.l.Close()
-	})
-	return l.closeErr
-}
-
-// Addr is the address listened on.
-func (l *Listener) Addr() string { return l.l.Addr().String() }
 
 // MaxSlots implements transfer.Transport.
 func (t *Transport) MaxSlots() int { return t.maxSlots }

@@ -13,8 +13,9 @@ import (
 	"github.com/rdmago/rdmago/transfer"
 )
 
-// Config configures one end of a Pipe.
-type Config struct {
+// Options configures one end of a Pipe; nil or the zero value means every
+// default.
+type Options struct {
 	// MaxSlots is the end's MaxSlots (default 64): its inbound queue holds
 	// that many writes plus transfer.ControlDepth messages; a full queue blocks the
 	// peer's Send and WriteImm, as an RC queue pair retries on RNR.
@@ -52,7 +53,7 @@ const (
 // into open regions, within bounds; a violation breaks the connection with
 // transfer.ErrRemoteAccess.
 type Transport struct {
-	cfg  Config
+	cfg  Options
 	peer *Transport
 	link *memLink
 	in   chan memItem
@@ -88,16 +89,26 @@ func (l *memLink) fail(err error) {
 	l.once.Do(func() { l.err = err; close(l.done) })
 }
 
-// Pipe returns the two connected ends of an in-memory transport.
-func Pipe(a, b Config) (*Transport, *Transport) {
+// Pipe returns the two connected ends of an in-memory transport, a's
+// configured by a and b's by b (nil: every default). The caller closes
+// both.
+func Pipe(a, b *Options) (*Transport, *Transport) {
 	link := &memLink{done: make(chan struct{})}
-	ea := newMemEnd(a, link)
-	eb := newMemEnd(b, link)
+	ea := newMemEnd(a.value(), link)
+	eb := newMemEnd(b.value(), link)
 	ea.peer, eb.peer = eb, ea
 	return ea, eb
 }
 
-func newMemEnd(cfg Config, link *memLink) *Transport {
+// value is o's settings (nil: the zero Options).
+func (o *Options) value() Options {
+	if o == nil {
+		return Options{}
+	}
+	return *o
+}
+
+func newMemEnd(cfg Options, link *memLink) *Transport {
 	if cfg.MaxSlots <= 0 {
 		cfg.MaxSlots = 64
 	}
@@ -385,10 +396,10 @@ func (r *memRegion) Close() error {
 // Listener is a transfer.Listener of in-memory connections: Dial makes a
 // Pipe and hands its receiving end to Accept.
 type Listener struct {
-	ch     chan *Transport
-	done   chan struct{}
-	once   sync.Once
-	Config Config // the accepted (receiving) ends' configuration
+	ch      chan *Transport
+	done    chan struct{}
+	once    sync.Once
+	Options Options // the accepted (receiving) ends' options
 }
 
 // NewListener returns a listening Listener.
@@ -397,8 +408,8 @@ func NewListener() *Listener {
 }
 
 // Dial connects to l: it returns the sending end once Accept took the other.
-func (l *Listener) Dial(ctx context.Context, cfg Config) (*Transport, error) {
-	s, r := Pipe(cfg, l.Config)
+func (l *Listener) Dial(ctx context.Context, opts *Options) (*Transport, error) {
+	s, r := Pipe(opts, &l.Options)
 	select {
 	case l.ch <- r:
 		return s, nil

@@ -1,4 +1,4 @@
-package transfer
+package rdcp
 
 import (
 	"encoding/binary"
@@ -768,22 +768,22 @@ func malformed(t MsgType, format string, args ...any) error {
 const (
 	immSlotBits = 12
 	immSeqBits  = 32 - immSlotBits
-	immSeqMask  = 1<<immSeqBits - 1
+	ImmSeqMask  = 1<<immSeqBits - 1
 )
 
 // EncodeImm is the immediate for chunk seq written into slot.
 func EncodeImm(slot int, seq uint64) uint32 {
-	return uint32(slot)<<immSeqBits | uint32(seq&immSeqMask)
+	return uint32(slot)<<immSeqBits | uint32(seq&ImmSeqMask)
 }
 
 // DecodeImm splits an immediate into slot and sequence (modulo 2^20).
 func DecodeImm(imm uint32) (slot int, seq uint32) {
-	return int(imm >> immSeqBits), imm & immSeqMask
+	return int(imm >> immSeqBits), imm & ImmSeqMask
 }
 
-// truncText shortens s to at most MaxText bytes on a rune boundary and
+// TruncText shortens s to at most MaxText bytes on a rune boundary and
 // replaces invalid UTF-8, so any error text can go into RESULT or ERROR.
-func truncText(s string) string {
+func TruncText(s string) string {
 	s = string([]rune(s)) // replaces invalid UTF-8 with U+FFFD
 	if len(s) <= MaxText {
 		return s

@@ -1,4 +1,4 @@
-package transfer
+package rdcp
 
 import (
 	"bytes"
@@ -137,15 +137,15 @@ func TestEncodeLimits(t *testing.T) {
 	if _, err := Encode(&ErrorMsg{Code: 1, Text: strings.Repeat("a", MaxText+1)}); err == nil {
 		t.Error("oversized text encoded")
 	}
-	long := truncText(strings.Repeat("é", MaxText))
+	long := TruncText(strings.Repeat("é", MaxText))
 	if len(long) > MaxText {
-		t.Errorf("truncText left %d bytes", len(long))
+		t.Errorf("TruncText left %d bytes", len(long))
 	}
 	if _, err := Encode(&Result{ID: 1, Code: 1, Text: long}); err != nil {
 		t.Error(err)
 	}
-	if got := truncText("a\xffb"); got != "a\uFFFDb" {
-		t.Errorf("truncText(invalid) = %q", got)
+	if got := TruncText("a\xffb"); got != "a\uFFFDb" {
+		t.Errorf("TruncText(invalid) = %q", got)
 	}
 	// The largest FILE fits a message.
 	b, err := Encode(&File{ID: 1, Kind: KindFile, Name: strings.Repeat("a/", MaxNameLen/2-1) + "bb"})
@@ -180,23 +180,10 @@ func TestImm(t *testing.T) {
 	for _, tc := range []struct {
 		slot int
 		seq  uint64
-	}{{0, 0}, {1, 1}, {MaxSlots - 1, immSeqMask}, {5, immSeqMask + 3}} {
+	}{{0, 0}, {1, 1}, {MaxSlots - 1, ImmSeqMask}, {5, ImmSeqMask + 3}} {
 		slot, seq := DecodeImm(EncodeImm(tc.slot, tc.seq))
-		if slot != tc.slot || seq != uint32(tc.seq&immSeqMask) {
+		if slot != tc.slot || seq != uint32(tc.seq&ImmSeqMask) {
 			t.Errorf("imm(%d,%d) → %d,%d", tc.slot, tc.seq, slot, seq)
 		}
-	}
-}
-
-func TestErrorCodes(t *testing.T) {
-	e := &Error{Code: CodeExists, Text: "f", Remote: true}
-	if !errors.Is(e, ErrExists) || errors.Is(e, ErrBusy) {
-		t.Error("Is by code")
-	}
-	if e.Error() != "peer: file exists: f" {
-		t.Errorf("Error() = %q", e.Error())
-	}
-	if Code(999).String() != "error code 999" {
-		t.Error(Code(999).String())
 	}
 }
