@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -133,11 +132,11 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 	if err := id.ResolveAddr(ctx, o.Source, dst, o.ResolveTimeout); err != nil {
 		return nil, err
 	}
-	o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_ADDR_RESOLVED)
+	o.logf("rdma_cm: event %v", EventAddrResolved)
 	if err := id.ResolveRoute(ctx, o.ResolveTimeout); err != nil {
 		return nil, withAddr(err, what)
 	}
-	o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_ROUTE_RESOLVED)
+	o.logf("rdma_cm: event %v", EventRouteResolved)
 	if err := c.setupVerbs(); err != nil {
 		return nil, err
 	}
@@ -160,7 +159,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		return nil, err
 	}
 	if c.ud {
-		ev, err := id.await(ctx, "resolve UD service", what, abi.RDMA_CM_EVENT_ESTABLISHED)
+		ev, err := id.await(ctx, "resolve UD service", what, EventEstablished)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +174,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		c.established()
 		return c, nil
 	}
-	ev, err := id.await(ctx, "connect", what, abi.RDMA_CM_EVENT_CONNECT_RESPONSE)
+	ev, err := id.await(ctx, "connect", what, EventConnectResponse)
 	if err != nil {
 		return nil, err
 	}
@@ -431,10 +430,10 @@ func (c *Conn) established() {
 	// exactly one of the two.
 	disc, rem := c.id.setHook(c.onEvent)
 	if disc {
-		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DISCONNECTED})
+		c.onEvent(Event{Type: EventDisconnected})
 	}
 	if rem {
-		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DEVICE_REMOVAL})
+		c.onEvent(Event{Type: EventDeviceRemoval})
 	}
 }
 
@@ -444,7 +443,7 @@ func (c *Conn) established() {
 // answers a peer's disconnect request, and closes Done.
 func (c *Conn) onEvent(ev Event) {
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_DISCONNECTED, abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDisconnected, EventDeviceRemoval:
 	default:
 		c.o.logf("rdma_cm: event %v", ev)
 		return
@@ -453,14 +452,14 @@ func (c *Conn) onEvent(ev Event) {
 	first := c.doneErr == nil
 	if first {
 		c.end(eventError("connection", c.remote.String(), ev))
-	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
+	} else if ev.Type == EventDeviceRemoval && errors.Is(c.doneErr, ErrDisconnected) {
 		// The removal may make the peer (on the same device) disconnect
 		// first; the removal is what the caller must act on.
 		c.doneErr = eventError("connection", c.remote.String(), ev)
 	}
 	closing := c.closedFlag
 	c.stateMu.Unlock()
-	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
+	if ev.Type == EventDeviceRemoval && c.dev != nil {
 		c.dev.markDead()
 	}
 	if !first {
@@ -474,7 +473,7 @@ func (c *Conn) onEvent(ev Event) {
 		// and reaches no kernel object.
 		c.qp.ModifyToErr()
 	}
-	if ev.Type == abi.RDMA_CM_EVENT_DISCONNECTED && !closing && !c.ud {
+	if ev.Type == EventDisconnected && !closing && !c.ud {
 		// Answer the peer's DREQ with a DREP now, as a TCP stack ACKs a
 		// FIN: the peer's Close then completes without waiting for this
 		// side's Close (the IB CM sends the DREP only on rdma_disconnect
@@ -644,11 +643,11 @@ func (c *Conn) close() error {
 			if !waitUntil(c.id.Disconnected(), deadline) {
 				errs = append(errs, fmt.Errorf("rdma_cm disconnect %v: no DISCONNECTED within %v: %w", c.remote, c.o.CloseTimeout, ErrCloseTimeout))
 			} else if !ended {
-				c.o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_DISCONNECTED)
+				c.o.logf("rdma_cm: event %v", EventDisconnected)
 			}
 			if c.o.WaitTimewait {
 				if c.waitTimewait(deadline) {
-					c.o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_TIMEWAIT_EXIT)
+					c.o.logf("rdma_cm: event %v", EventTimewaitExit)
 				} else {
 					errs = append(errs, fmt.Errorf("rdma_cm close %v: no TIMEWAIT_EXIT within %v", c.remote, c.o.CloseTimeout))
 				}
@@ -670,7 +669,7 @@ func (c *Conn) waitTimewait(deadline time.Time) bool {
 		if err != nil {
 			return false
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT {
+		if ev.Type == EventTimewaitExit {
 			return true
 		}
 	}

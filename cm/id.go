@@ -103,11 +103,11 @@ func (id *ID) push(ev Event) {
 	id.mu.Lock()
 	id.queue = append(id.queue, ev)
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_CONNECT_REQUEST:
+	case EventConnectRequest:
 		id.reqs++
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		id.sawDisc = true
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		id.sawRem = true
 	}
 	close(id.notify)
@@ -118,9 +118,9 @@ func (id *ID) push(ev Event) {
 		hook(ev)
 	}
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		id.discOnce.Do(func() { close(id.disconnected) })
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		id.remOnce.Do(func() { close(id.removed) })
 	}
 }
@@ -161,7 +161,7 @@ func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 			ev := id.queue[0]
 			id.queue[0] = Event{}
 			id.queue = id.queue[1:]
-			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST {
+			if ev.Type == EventConnectRequest {
 				id.reqs--
 			}
 			id.mu.Unlock()
@@ -206,7 +206,7 @@ func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Ev
 		if slices.Contains(want, ev.Type) && ev.Status == 0 {
 			return ev, nil
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT || ev.Type == abi.RDMA_CM_EVENT_ADDR_CHANGE {
+		if ev.Type == EventTimewaitExit || ev.Type == EventAddrChange {
 			continue
 		}
 		return ev, eventError(op, addr, ev)
@@ -238,7 +238,7 @@ func (id *ID) Close() error {
 			id.closeErr = id.ch.destroy(id)
 		}
 		for _, ev := range id.markClosed() {
-			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST && ev.ID != nil && ev.ID != id {
+			if ev.Type == EventConnectRequest && ev.ID != nil && ev.ID != id {
 				ev.ID.Reject(nil, 0)
 				ev.ID.Close()
 			}
@@ -306,7 +306,7 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 	if err := id.exec(abi.RDMA_USER_CM_CMD_RESOLVE_ADDR, body, nil); err != nil {
 		return fmt.Errorf("rdma_cm resolve address %v: %w", dst, err)
 	}
-	_, err = id.await(ctx, "resolve address", dst.String(), abi.RDMA_CM_EVENT_ADDR_RESOLVED)
+	_, err = id.await(ctx, "resolve address", dst.String(), EventAddrResolved)
 	return err
 }
 
@@ -319,7 +319,7 @@ func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	if err := id.exec(abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE, body, nil); err != nil {
 		return fmt.Errorf("rdma_cm resolve route: %w", err)
 	}
-	_, err := id.await(ctx, "resolve route", "", abi.RDMA_CM_EVENT_ROUTE_RESOLVED)
+	_, err := id.await(ctx, "resolve route", "", EventRouteResolved)
 	return err
 }
 
@@ -475,7 +475,7 @@ func (id *ID) backlogFull() bool {
 // asynchronous rdma_get_request). The event's ID is the new connection's,
 // to Accept or Reject and then Close.
 func (id *ID) GetRequest(ctx context.Context) (Event, error) {
-	return id.await(ctx, "get request", "", abi.RDMA_CM_EVENT_CONNECT_REQUEST)
+	return id.await(ctx, "get request", "", EventConnectRequest)
 }
 
 // Remote returns the parameters of the CONNECT_REQUEST that created the ID
