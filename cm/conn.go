@@ -166,7 +166,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		o.logf("rdma_cm: event %v: remote qpn %#x qkey %#x", ev.Type, ev.UD.QPNum, ev.UD.QKey)
 		c.remoteQPN, c.remoteQKey = ev.UD.QPNum, ev.UD.QKey
 		c.peer = ConnParam{PrivateData: ev.UD.PrivateData, QPNum: ev.UD.QPNum, QKey: ev.UD.QKey}
-		ahAttr := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
+		ahAttr := ev.UD.AHAttr
 		if c.ah, err = c.pd.CreateAH(ahAttr); err != nil {
 			return nil, fmt.Errorf("cm: dial %s: %w", what, err)
 		}
@@ -387,11 +387,7 @@ func (c *Conn) privateData(op string) ([]byte, error) {
 // modify moves the QP to state with the attributes the CM computes
 // (rdma_init_qp_attr + ibv_modify_qp); adjust may change them first.
 func (c *Conn) modify(state uverbs.QPState, adjust func(*uverbs.QPAttr)) error {
-	a, err := c.id.InitQPAttr(uint8(state))
-	if err != nil {
-		return err
-	}
-	attr, mask, err := qpAttrFromABI(&a)
+	attr, mask, err := c.id.InitQPAttr(state)
 	if err != nil {
 		return err
 	}
@@ -776,11 +772,11 @@ func (c *Conn) teardown(deadline time.Time) error {
 // UD replies): the route's destination GID and the local GID the CM chose.
 // The Conn does not own it; Close it first.
 func (c *Conn) NewAH() (*uverbs.AH, error) {
-	a, err := c.id.InitQPAttr(uint8(uverbs.QPSRTR))
+	a, err := c.id.initQPAttr(uverbs.QPSRTR)
 	if err != nil {
 		return nil, err
 	}
-	attr := uverbs.AHAttrFromABI(&a.AHAttr)
+	attr := ahAttrFromABI(&a.AHAttr)
 	if attr.GRH.DGID.IsZero() {
 		// UD ids return no address vector: build it from the addresses.
 		g, err := c.dev.ctx.GIDForIP(int(c.port), c.local.Addr())

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rdmago/rdmago/internal/abi"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // EventType is enum rdma_cm_event_type; String gives the C name
@@ -149,7 +150,7 @@ type UDParam struct {
 	PrivateData []byte
 	QPNum       uint32
 	QKey        uint32
-	AHAttr      abi.AHAttr
+	AHAttr      uverbs.AHAttr
 }
 
 // Event is one rdma_cm event (struct rdma_cm_event).
@@ -164,7 +165,7 @@ type Event struct {
 	Listener *ID
 	Param    ConnParam // RDMA_PS_TCP events
 	UD       UDParam   // RDMA_PS_UDP events
-	ECE      abi.UCMECE
+	ECE      ECE       // the peer's ECE options (CONNECT_REQUEST, CONNECT_RESPONSE, ESTABLISHED)
 }
 
 func (e Event) String() string {
@@ -177,10 +178,10 @@ func (e Event) String() string {
 // decodeEvent turns a kernel event into an Event; ps says which member of
 // the parameter union is valid.
 func decodeEvent(r *abi.UCMEventResp, ps PortSpace) Event {
-	ev := Event{Type: EventType(r.EventType()), Status: r.StatusCode(), ECE: r.ECE}
+	ev := Event{Type: EventType(r.EventType()), Status: r.StatusCode(), ECE: ECE{VendorID: r.ECE.VendorID, AttrMod: r.ECE.AttrMod}}
 	if ps.ud() {
 		u := r.UDParam()
-		ev.UD = UDParam{PrivateData: append([]byte(nil), u.Data()...), QPNum: u.QPNum, QKey: u.QKey, AHAttr: u.AHAttr}
+		ev.UD = UDParam{PrivateData: append([]byte(nil), u.Data()...), QPNum: u.QPNum, QKey: u.QKey, AHAttr: ahAttrFromABI(&u.AHAttr)}
 	} else {
 		c := r.ConnParam()
 		ev.Param = connParamFrom(&c)

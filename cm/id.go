@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/abi"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // ID is an rdma_cm identifier (struct rdma_cm_id), the CM's equivalent of a
@@ -361,7 +362,7 @@ func (id *ID) Query() (AddrInfo, error) {
 // GIDs is what QUERY (RDMA_USER_CM_QUERY_GID) says about an ID: the source
 // and destination as AF_IB addresses (port GIDs and service IDs).
 type GIDs struct {
-	Src, Dst abi.SockaddrIB
+	Src, Dst IBAddr
 }
 
 // QueryGID is ucma QUERY with RDMA_USER_CM_QUERY_GID: the GIDs the ID uses
@@ -375,29 +376,32 @@ func (id *ID) QueryGID() (GIDs, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return GIDs{}, err
 	}
-	var g GIDs
-	g.Src, _ = r.SrcAddr.IB()
-	g.Dst, _ = r.DstAddr.IB()
-	return g, nil
+	src, _ := r.SrcAddr.IB()
+	dst, _ := r.DstAddr.IB()
+	return GIDs{Src: ibAddrFrom(&src), Dst: ibAddrFrom(&dst)}, nil
 }
 
 // maxPaths is how many path records QueryPath makes room for (primary and
 // alternate paths in both directions and a spare).
 const maxPaths = 6
 
-// QueryPath is ucma QUERY with RDMA_USER_CM_QUERY_PATH: the path records of
-// the resolved route, in IBTA wire format.
-func (id *ID) QueryPath() ([]abi.IBPathRecData, error) {
+// QueryPath is ucma QUERY with RDMA_USER_CM_QUERY_PATH (rdma_query_addr's
+// path records, Linux 4.17+): the path records of the resolved route, with
+// their PathRecord.Flags (primary, outbound, ...).
+func (id *ID) QueryPath() ([]PathRecord, error) {
 	buf := make([]byte, 8+maxPaths*abi.SizeofIBPathRecData)
 	if err := id.exec(abi.RDMA_USER_CM_CMD_QUERY, &abi.UCMQuery{ID: id.kid, Option: abi.RDMA_USER_CM_QUERY_PATH}, buf); err != nil {
 		return nil, fmt.Errorf("rdma_cm query path: %w", err)
 	}
-	r, paths, err := abi.DecodeUCMQueryPathResp(buf)
+	_, paths, err := abi.DecodeUCMQueryPathResp(buf)
 	if err != nil {
 		return nil, err
 	}
-	_ = r
-	return paths, nil
+	recs := make([]PathRecord, len(paths))
+	for i := range paths {
+		recs[i] = pathFromWire(&paths[i])
+	}
+	return recs, nil
 }
 
 // Route is what QUERY_ROUTE says about an ID (the older query librdmacm
@@ -407,7 +411,7 @@ type Route struct {
 	DevIndex      uint32
 	Port          uint8
 	Local, Remote netip.AddrPort
-	Paths         []abi.IBUserPathRec
+	Paths         []PathRecord
 }
 
 // QueryRoute is ucma QUERY_ROUTE.
@@ -427,7 +431,9 @@ func (id *ID) QueryRoute() (Route, error) {
 	if r.NumPaths == 0 {
 		n = 1 // RoCE with no SA path: the GIDs are in the first record
 	}
-	rt.Paths = append(rt.Paths, r.IBRoute[:n]...)
+	for i := range r.IBRoute[:n] {
+		rt.Paths = append(rt.Paths, pathFromUser(&r.IBRoute[i]))
+	}
 	return rt, nil
 }
 
@@ -613,11 +619,20 @@ func (id *ID) Disconnect() error {
 	return nil
 }
 
-// InitQPAttr is rdma_init_qp_attr: the attributes and mask (QPAttrMask)
-// that move the ID's QP to state (an abi.IB_QPS_* value), as the CM
-// computed them from the route and the connection's parameters; pass them
-// to the verbs modify-QP.
-func (id *ID) InitQPAttr(state uint8) (abi.QPAttr, error) {
+// InitQPAttr is rdma_init_qp_attr: the attributes and the mask of those
+// that are set, which move the ID's QP to state, as the CM computed them
+// from the route and the connection's parameters; pass them to
+// uverbs.QP.Modify. It fails with ErrNotSupported when the CM asks for
+// attributes uverbs.QPAttr cannot carry (alternate path, path migration).
+func (id *ID) InitQPAttr(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
+	a, err := id.initQPAttr(state)
+	if err != nil {
+		return uverbs.QPAttr{}, 0, err
+	}
+	return qpAttrFromABI(&a)
+}
+
+func (id *ID) initQPAttr(state uverbs.QPState) (abi.QPAttr, error) {
 	buf := make([]byte, abi.SizeofIBUverbsQPAttr)
 	if err := id.exec(abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, &abi.UCMInitQPAttr{ID: id.kid, QPState: uint32(state)}, buf); err != nil {
 		return abi.QPAttr{}, fmt.Errorf("rdma_cm init qp attr (state %d): %w", state, err)
@@ -635,10 +650,11 @@ func (id *ID) Notify(event uint32) error {
 	return nil
 }
 
-// SetOption is rdma_set_option: it sets option name at level
-// (abi.RDMA_OPTION_ID or abi.RDMA_OPTION_IB) to val, which must have the
-// size the option expects.
-func (id *ID) SetOption(level, name uint32, val []byte) error {
+// setOption is rdma_set_option: it sets option name at level
+// (RDMA_OPTION_ID or RDMA_OPTION_IB) to val, which must have the size the
+// option expects. SetTOS, SetReuseAddr, SetAFOnly and SetAckTimeout are the
+// typed options.
+func (id *ID) setOption(level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return fmt.Errorf("rdma_cm set option %d/%d: empty value: %w", level, name, syscall.EINVAL)
 	}
@@ -653,26 +669,26 @@ func (id *ID) SetOption(level, name uint32, val []byte) error {
 // traffic; on RoCE v2 it becomes the IP header's DSCP/ECN byte. Set it
 // before ResolveRoute.
 func (id *ID) SetTOS(tos uint8) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_TOS, []byte{tos})
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_TOS, []byte{tos})
 }
 
 // SetReuseAddr sets RDMA_OPTION_ID_REUSEADDR (like SO_REUSEADDR). Set it
 // before Bind.
 func (id *ID) SetReuseAddr(on bool) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_REUSEADDR, boolInt(on))
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_REUSEADDR, boolInt(on))
 }
 
 // SetAFOnly sets RDMA_OPTION_ID_AFONLY (like IPV6_V6ONLY). Set it before
 // Bind.
 func (id *ID) SetAFOnly(on bool) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_AFONLY, boolInt(on))
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_AFONLY, boolInt(on))
 }
 
 // SetAckTimeout sets RDMA_OPTION_ID_ACK_TIMEOUT (Linux 4.16+): the QP's
 // local ACK timeout exponent, 4.096 µs × 2^timeout, that InitQPAttr will
 // return for RTS.
 func (id *ID) SetAckTimeout(timeout uint8) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_ACK_TIMEOUT, []byte{timeout})
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_ACK_TIMEOUT, []byte{timeout})
 }
 
 func boolInt(on bool) []byte {

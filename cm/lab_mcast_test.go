@@ -46,7 +46,7 @@ func TestLabJoinMulticast(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("MULTICAST_JOIN: qpn %#x qkey %#x dgid %v", ev.UD.QPNum, ev.UD.QKey, uverbs.GID(ev.UD.AHAttr.GRH.DGID))
-	ah := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
+	ah := ev.UD.AHAttr
 	if ev.UD.QPNum != 0xffffff || ah.GRH.DGID != uverbs.GIDFromAddr(group) || !ah.IsGlobal {
 		t.Fatalf("MULTICAST_JOIN parameters: qpn %#x, AH %+v", ev.UD.QPNum, ah)
 	}

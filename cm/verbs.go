@@ -170,7 +170,7 @@ func qpAttrFromABI(a *abi.QPAttr) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
 		State: uverbs.QPState(a.QPState), CurState: uverbs.QPState(a.CurQPState), PathMTU: uverbs.MTU(a.PathMTU),
 		QKey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
 		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PKeyIndex: a.PkeyIndex, Port: a.PortNum,
-		AH:          uverbs.AHAttrFromABI(&a.AHAttr),
+		AH:          ahAttrFromABI(&a.AHAttr),
 		MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRnrTimer,
 		Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RnrRetry,
 	}
@@ -192,4 +192,15 @@ func maskString(m uverbs.QPAttrMask) string {
 		s = append(s, fmt.Sprintf("%#x", uint32(m>>len(names)<<len(names))))
 	}
 	return strings.Join(s, "|")
+}
+
+// ahAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// rdma_cm's INIT_QP_ATTR and UD events report — into a uverbs.AHAttr
+// (ibv_copy_ah_attr_from_kern).
+func ahAttrFromABI(a *abi.AHAttr) uverbs.AHAttr {
+	return uverbs.AHAttr{
+		GRH: uverbs.GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.IsGlobal != 0, Port: a.PortNum,
+	}
 }

@@ -31,7 +31,7 @@ type Device struct {
 	// (rxe's) and each port's netdev, as RDMA netlink reports them; without
 	// netlink, every netdev its GID entries were made from (sysfs).
 	Netdevs []string
-	// DriverID is enum rdma_driver_id (abi.RDMA_DRIVER_RXE, ...), learnt over
+	// DriverID is enum rdma_driver_id (RDMA_DRIVER_RXE, ...), learnt over
 	// RDMA netlink; 0 when the kernel did not say.
 	DriverID uint32
 }

@@ -310,10 +310,10 @@ func (a *AHAttr) dest() abi.QPDest {
 	return d
 }
 
-// AHAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// ahAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
 // rdma_cm's INIT_QP_ATTR and UD events report — into an AHAttr
 // (ibv_copy_ah_attr_from_kern).
-func AHAttrFromABI(a *abi.AHAttr) AHAttr {
+func ahAttrFromABI(a *abi.AHAttr) AHAttr {
 	return AHAttr{
 		GRH: GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
 			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},

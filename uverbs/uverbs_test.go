@@ -366,7 +366,7 @@ func TestAHAttrABI(t *testing.T) {
 	if k.IsGlobal != 1 || k.PortNum != 1 || k.GRH.SGIDIndex != 3 || k.GRH.FlowLabel != 0x12345 || k.DLID != 7 || GID(k.GRH.DGID) != a.GRH.DGID {
 		t.Errorf("to ib_uverbs_ah_attr: %+v", k)
 	}
-	if back := AHAttrFromABI(&k); back != a {
+	if back := ahAttrFromABI(&k); back != a {
 		t.Errorf("round trip:\n got %+v\nwant %+v", back, a)
 	}
 	// The qp_dest form (MODIFY_QP, QUERY_QP) carries the same address.
@@ -374,7 +374,7 @@ func TestAHAttrABI(t *testing.T) {
 	if back := ahFromDest(&d); back != a {
 		t.Errorf("qp_dest round trip:\n got %+v\nwant %+v", back, a)
 	}
-	if AHAttrFromABI(&abi.AHAttr{}).IsGlobal {
+	if ahAttrFromABI(&abi.AHAttr{}).IsGlobal {
 		t.Error("is_global 0 read as global")
 	}
 }
