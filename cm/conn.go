@@ -271,7 +271,7 @@ func (c *Conn) setupVerbs() error {
 	if err != nil {
 		return err
 	}
-	c.local, c.remote, c.port = info.Local, info.Remote, info.Port
+	c.local, c.remote, c.port = info.Local, info.Remote, uint8(info.Port)
 	var dev *device
 	if o.PD != nil {
 		dev, err = callerDevice(info, o.PD.Context())

@@ -330,7 +330,7 @@ type AddrInfo struct {
 	Local, Remote netip.AddrPort
 	NodeGUID      uint64 // the device's node GUID, host order (0 before binding to a device)
 	DevIndex      uint32 // the device's index (RDMA netlink's RDMA_NLDEV_ATTR_DEV_INDEX)
-	Port          uint8  // the device port, from 1
+	Port          int    // the device port, from 1
 	PKey          uint16
 }
 
@@ -349,7 +349,7 @@ func (id *ID) Query() (AddrInfo, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return AddrInfo{}, err
 	}
-	a := AddrInfo{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: r.PortNum, PKey: beToHost16(r.PKey)}
+	a := AddrInfo{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: int(r.PortNum), PKey: beToHost16(r.PKey)}
 	if r.SrcSize != 0 {
 		a.Local, _ = r.SrcAddr.AddrPort()
 	}
@@ -409,7 +409,7 @@ func (id *ID) QueryPath() ([]PathRecord, error) {
 type Route struct {
 	NodeGUID      uint64 // host order
 	DevIndex      uint32
-	Port          uint8
+	Port          int
 	Local, Remote netip.AddrPort
 	Paths         []PathRecord
 }
@@ -424,7 +424,7 @@ func (id *ID) QueryRoute() (Route, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return Route{}, err
 	}
-	rt := Route{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: r.PortNum}
+	rt := Route{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: int(r.PortNum)}
 	rt.Local, _ = r.SrcAddr.AddrPort()
 	rt.Remote, _ = r.DstAddr.AddrPort()
 	n := min(int(r.NumPaths), len(r.IBRoute))

@@ -52,7 +52,7 @@ func TestLabJoinMulticast(t *testing.T) {
 	}
 
 	// Two UD QPs on the device: b attached to the group, a sending to it.
-	dev, err := uverbs.OpenByIP(e.addr)
+	dev, err := openByIP(e.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +120,13 @@ func TestLabJoinMulticast(t *testing.T) {
 	if err := mc.Leave(); err != nil {
 		t.Errorf("second Leave: %v", err)
 	}
+}
+
+// openByIP opens the RDMA device on the interface that holds addr.
+func openByIP(addr netip.Addr) (*uverbs.Context, error) {
+	d, err := uverbs.LookupDevice(uverbs.DeviceQuery{IP: addr})
+	if err != nil {
+		return nil, err
+	}
+	return uverbs.Open(d.Name)
 }

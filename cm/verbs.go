@@ -141,7 +141,7 @@ func deviceName(info AddrInfo) (string, error) {
 		}
 	}
 	// No RDMA netlink: match the node GUID against sysfs.
-	d, err := uverbs.DeviceByNodeGUID(info.NodeGUID)
+	d, err := uverbs.LookupDevice(uverbs.DeviceQuery{NodeGUID: info.NodeGUID})
 	if err != nil {
 		return "", fmt.Errorf("device index %d: %w (%w)", info.DevIndex, err, ErrNoDevice)
 	}

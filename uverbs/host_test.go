@@ -125,10 +125,10 @@ func TestDevicesNetdevsFromNetlink(t *testing.T) {
 	if d := devs[0]; !slices.Equal(d.Netdevs, []string{"eth0"}) || d.DriverID != 7 {
 		t.Errorf("with netlink: Netdevs %q, DriverID %d; want [eth0] (no GID table read), 7", d.Netdevs, d.DriverID)
 	}
-	if d, err := DeviceByNetdev("eth0.5"); err != nil || d.Name != "rxe0" {
+	if d, err := LookupDevice(DeviceQuery{Netdev: "eth0.5"}); err != nil || d.Name != "rxe0" {
 		t.Errorf("DeviceByNetdev of a netdev only a GID entry names: %+v, %v", d, err)
 	}
-	if _, err := DeviceByNetdev("eth1"); !errors.Is(err, ErrNoDevice) {
+	if _, err := LookupDevice(DeviceQuery{Netdev: "eth1"}); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("DeviceByNetdev(eth1): %v", err)
 	}
 	netlinkInfo = func() map[string]nlDevice { return map[string]nlDevice{} }
@@ -164,17 +164,29 @@ func TestDevicesFromSysfs(t *testing.T) {
 		devs[1].Path != filepath.Join(sysRoot.Root, "dev/infiniband/uverbs0") || len(devs[1].Netdevs) != 1 || devs[1].Netdevs[0] != "eth0" {
 		t.Fatalf("devices %+v", devs)
 	}
-	if d, err := DeviceByNetdev("eth0"); err != nil || d.Name != "rxe0" {
+	if d, err := LookupDevice(DeviceQuery{Netdev: "eth0"}); err != nil || d.Name != "rxe0" {
 		t.Errorf("DeviceByNetdev: %+v %v", d, err)
 	}
-	if _, err := DeviceByName("rxe9"); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
+	if _, err := LookupDevice(DeviceQuery{Name: "rxe9"}); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
 		t.Errorf("DeviceByName(rxe9): %v", err)
 	}
-	if d, err := DeviceByNodeGUID(0x505400fffe770001); err != nil || d.Name != "rxe0" {
+	if d, err := LookupDevice(DeviceQuery{NodeGUID: 0x505400fffe770001}); err != nil || d.Name != "rxe0" {
 		t.Errorf("DeviceByNodeGUID: %+v %v", d, err)
 	}
-	if _, err := DeviceByNodeGUID(0x505400fffe770002); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "5054:00ff:fe77:0002") {
+	if _, err := LookupDevice(DeviceQuery{NodeGUID: 0x505400fffe770002}); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "5054:00ff:fe77:0002") {
 		t.Errorf("DeviceByNodeGUID of a missing GUID: %v", err)
+	}
+	if d, err := LookupDevice(DeviceQuery{Name: "uverbs0", Netdev: "eth0", NodeGUID: 0x505400fffe770001}); err != nil || d.Name != "rxe0" {
+		t.Errorf("LookupDevice by uverbs name, netdev and GUID: %+v %v", d, err)
+	}
+	if _, err := LookupDevice(DeviceQuery{Name: "rxe0", Netdev: "eth1"}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("LookupDevice(rxe0 on eth1): %v", err)
+	}
+	if _, err := LookupDevice(DeviceQuery{}); err == nil || !strings.Contains(err.Error(), "2 RDMA devices match any device (mlx5_0, rxe0)") {
+		t.Errorf("LookupDevice of any of two devices: %v", err)
+	}
+	if _, err := Open(""); err == nil || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
+		t.Errorf(`Open("") with two devices: %v`, err)
 	}
 	if p, err := providerFor(devs[1]); err != nil || p != providerRXE {
 		t.Errorf("rxe0 provider: %v %v", p, err)
@@ -182,10 +194,10 @@ func TestDevicesFromSysfs(t *testing.T) {
 	if _, err := providerFor(devs[0]); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("mlx5 provider: %v", err)
 	}
-	if _, err := OpenDevice(devs[0]); !errors.Is(err, ErrNotSupported) {
+	if _, err := openDevice(devs[0]); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("OpenDevice(mlx5_0): %v", err)
 	}
-	if _, err := OpenDevice(devs[1]); !errors.Is(err, ErrNoDevice) {
+	if _, err := openDevice(devs[1]); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("OpenDevice without a device node: %v", err)
 	}
 	ents, err := gidTableSysfs("rxe0", 1, 4)

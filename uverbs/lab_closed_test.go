@@ -38,8 +38,7 @@ func wantClosed(t *testing.T, calls []closedCall) {
 // arguments that would visibly change any QP they reached: access flags,
 // the path to peer, and the state.
 func qpCalls(t *testing.T, qp *QP, peer Dest, sgid uint8, sge SGE) []closedCall {
-	opts := DefaultConnectOpts()
-	opts.SGIDIndex = sgid
+	opts := ConnectOptions{SGIDIndex: int(sgid)}
 	return []closedCall{
 		{"QP.Query", func() error { _, err := qp.Query(); return err }},
 		{"QP.ModifyToInit", func() error { return qp.ModifyToInit(1, AccessLocalWrite|AccessRemoteWrite|AccessRemoteAtomic, 0) }},

@@ -378,3 +378,21 @@ func TestAHAttrABI(t *testing.T) {
 		t.Error("is_global 0 read as global")
 	}
 }
+
+func TestConnectOptionsDefaults(t *testing.T) {
+	v, err := (*ConnectOptions)(nil).values()
+	want := connectValues{port: 1, hopLimit: 64, mtu: MTU1024, minRNRTimer: 12, maxDestRdAtomic: 1, timeout: 14, retryCnt: 7, rnrRetry: 7, maxRdAtomic: 1}
+	if err != nil || v != want {
+		t.Errorf("nil ConnectOptions: %+v %v, want %+v", v, err, want)
+	}
+	v, err = (&ConnectOptions{Port: 2, SGIDIndex: 3, RetryCnt: NoRetry, RNRRetry: 3, Timeout: TimeoutInfinite, MinRNRTimer: RNRTimer655ms, MaxRdAtomic: NoRdAtomic, MaxDestRdAtomic: 16}).values()
+	want = connectValues{port: 2, sgidIndex: 3, hopLimit: 64, mtu: MTU1024, maxDestRdAtomic: 16, rnrRetry: 3}
+	if err != nil || v != want {
+		t.Errorf("explicit ConnectOptions: %+v %v, want %+v", v, err, want)
+	}
+	for _, o := range []ConnectOptions{{RetryCnt: 8}, {RNRRetry: -2}, {Port: 256}, {SGIDIndex: -1}, {Timeout: 32}} {
+		if _, err := o.values(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}

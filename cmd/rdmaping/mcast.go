@@ -65,7 +65,7 @@ func runMcast(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("cm: resolved %v from %v (port %d)", group, info.Local.Addr(), info.Port)
-	dev, err := uverbs.OpenByIP(info.Local.Addr())
+	dev, err := openByIP(info.Local.Addr())
 	if err != nil {
 		return err
 	}

@@ -92,9 +92,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 		local[i] = uverbs.Dest{LID: port.LID, QPN: qps[i].QP.Num(), PSN: randomPSN(), GID: gid.GID}
 		fmt.Fprintf(c.stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %v\n", local[i].LID, local[i].QPN, local[i].PSN, local[i].GID)
 	}
-	opts := uverbs.DefaultConnectOpts()
-	opts.SGIDIndex = uint8(gid.Index)
-	opts.MTU = mtu
+	opts := uverbs.ConnectOptions{SGIDIndex: gid.Index, MTU: mtu}
 	connect := func(remote []uverbs.Dest) error {
 		valid := 0
 		for _, d := range remote {
