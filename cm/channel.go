@@ -239,7 +239,7 @@ func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
 		if l.backlogFull() {
 			ch.stats.Overflows++
 			body := &abi.UCMReject{ID: resp.ID}
-			if body.SetData(BacklogFullData) == nil {
+			if body.SetData([]byte(BacklogFullData)) == nil {
 				_ = ch.exec(abi.RDMA_USER_CM_CMD_REJECT, body, nil)
 			}
 			ch.destroyKernelID(resp.ID)

@@ -467,7 +467,7 @@ func (id *ID) Listen(backlog int) error {
 
 // BacklogFullData is the private data of the reject a listener sends for a
 // connection request beyond its backlog.
-var BacklogFullData = []byte("rdma_cm: listen backlog full")
+const BacklogFullData = "rdma_cm: listen backlog full"
 
 // backlogFull reports whether the listener holds as many requests not yet
 // taken as its backlog allows. It runs on the channel goroutine.

@@ -721,7 +721,7 @@ func TestListenBacklogRejectsExcess(t *testing.T) {
 	rejects := func() (ids []uint32) {
 		for _, c := range f.commands(abi.RDMA_USER_CM_CMD_REJECT) {
 			b := c.Body.(*abi.UCMReject)
-			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], BacklogFullData) || b.Reason != 0 {
+			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], []byte(BacklogFullData)) || b.Reason != 0 {
 				t.Errorf("reject of %d: reason %d, data %q", b.ID, b.Reason, b.PrivateData[:b.PrivateDataLen])
 			}
 			ids = append(ids, b.ID)

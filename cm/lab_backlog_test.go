@@ -147,7 +147,7 @@ func TestLabListenBacklogBounded(t *testing.T) {
 			if a.ev.Type != EventRejected {
 				return fmt.Errorf("request answered with %v, want REJECTED", a.ev.Type)
 			}
-			if bytes.HasPrefix(a.ev.Param.PrivateData, BacklogFullData) {
+			if bytes.HasPrefix(a.ev.Param.PrivateData, []byte(BacklogFullData)) {
 				full++
 				if full == n-backlog && !e.TwoNodes {
 					close(overflowed)

@@ -85,7 +85,7 @@ func TestLabSRQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srq, err := pd.CreateSRQ(32, 2, 0)
+	srq, err := pd.CreateSRQ(SRQOptions{MaxWR: 32, MaxSGE: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

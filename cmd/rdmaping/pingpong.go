@@ -55,7 +55,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 	logf("verbs: allocated PD, created completion channel and CQ (%d entries)", cq.CQE())
 	var srq *uverbs.SRQ
 	if c.srq > 0 {
-		if srq, err = pd.CreateSRQ(depth, 1, 0); err != nil {
+		if srq, err = pd.CreateSRQ(uverbs.SRQOptions{MaxWR: depth, MaxSGE: 1}); err != nil {
 			return err
 		}
 		logf("verbs: created SRQ %#x (%d receives)", srq.Num(), srq.MaxWR())
