@@ -70,8 +70,9 @@ type Conn struct {
 // run Options.Setup, send the request, and on CONNECT_RESPONSE move the QP
 // to RTR and RTS and send the RTU. Failures are *EventError values naming
 // the event: ErrNoListener/ErrRejected, ErrUnreachable, ErrAddrResolution,
-// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with
-// rdma_ucm (tested on 6.1 and 6.12). The caller must Close the Conn.
+// ErrRouteResolution; Options.WaitForListener retries ErrNoListener until
+// ctx ends. It needs Linux 5.10+ (uverbs' minimum for rxe) with rdma_ucm
+// (tested on 6.1 and 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	dst, err := resolveAddrPort(ctx, addr)
 	if err != nil {
@@ -82,7 +83,43 @@ func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 
 // DialAddr is Dial to an address already parsed.
 func DialAddr(ctx context.Context, dst netip.AddrPort, opts *Options) (*Conn, error) {
-	return dial(ctx, dst, opts, PortSpaceTCP)
+	return dialWaiting(ctx, dst, opts, PortSpaceTCP)
+}
+
+// dialWaiting is dial, repeated while nothing listens when
+// Options.WaitForListener asks for it.
+func dialWaiting(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (*Conn, error) {
+	if opts == nil || !opts.WaitForListener {
+		return dial(ctx, dst, opts, ps)
+	}
+	return retryNoListener(ctx, func() (*Conn, error) { return dial(ctx, dst, opts, ps) })
+}
+
+// Back-off bounds of Options.WaitForListener.
+const (
+	listenerRetryMin = 10 * time.Millisecond
+	listenerRetryMax = time.Second
+)
+
+// retryNoListener calls try until it returns anything but ErrNoListener or
+// ctx ends, waiting between tries from listenerRetryMin, doubling up to
+// listenerRetryMax.
+func retryNoListener(ctx context.Context, try func() (*Conn, error)) (*Conn, error) {
+	wait := listenerRetryMin
+	for {
+		c, err := try()
+		if err == nil || !errors.Is(err, ErrNoListener) {
+			return c, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, listenerRetryMax)
+	}
 }
 
 // DialUD resolves the RDMA_PS_UDP service at addr (rdma_connect on a UDP
@@ -94,7 +131,7 @@ func DialUD(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dial(ctx, dst, opts, PortSpaceUDP)
+	return dialWaiting(ctx, dst, opts, PortSpaceUDP)
 }
 
 func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (_ *Conn, err error) {
@@ -504,6 +541,16 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // in an exchange where the peer answers each message, its answer (already
 // in the receive CQ if it came) is the proof; after the last message the
 // disconnect is the peer's own end.
+//
+// A CQ shared by several connections (Options.SendCQ and RecvCQ, or an
+// SRQ's CQ) holds the completions of all of them: Wait on one Conn returns
+// whichever completions come first, from any QP (WC.QPNum says whose:
+// compare it with Conn.QP().Num()), and ends only when that one Conn ends.
+// Drive such a CQ from one goroutine with uverbs.WaitCQs (or CQ.Wait) and
+// a context of its own, dispatch each completion by WC.QPNum, and notice a
+// peer leaving from its Conn's Done channel (Err says why): its QP then
+// enters the error state and its posted work, including the receives it
+// took from an SRQ, completes as IBV_WC_WR_FLUSH_ERR with its QPNum.
 func (c *Conn) Wait(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error) {
 	if len(cqs) == 0 {
 		both := [2]*uverbs.CQ{c.sendCQ, c.recvCQ}
@@ -549,7 +596,7 @@ func (c *Conn) CompChannel() *uverbs.CompChannel { return c.compCh }
 func (c *Conn) Context() *uverbs.Context { return c.dev.ctx }
 
 // Port is the device port (from 1).
-func (c *Conn) Port() uint8 { return c.port }
+func (c *Conn) Port() int { return int(c.port) }
 
 // LocalAddr and RemoteAddr are the connection's IP addresses and ports.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.local }

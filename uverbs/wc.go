@@ -14,7 +14,11 @@ type WC struct {
 	Status    WCStatus // IBV_WC_SUCCESS or why it failed
 	Opcode    WCOpcode // what completed; receives have WCRecv set (undefined unless Status is WCSuccess)
 	VendorErr uint32
-	ByteLen   uint32 // bytes received (receives and RDMA READ)
+	// ByteLen is the number of bytes received (receives) or read (RDMA
+	// READ). The receive completion of an RDMA WRITE WITH IMM
+	// (WCRecvRDMAWithImm) carries the length of the write, whose data went
+	// to the address the writer named, not into the receive's SGEs.
+	ByteLen uint32
 	// Imm is the immediate data in host byte order when Flags has WCWithImm.
 	Imm          uint32
 	QPNum        uint32 // the local QP
