@@ -219,9 +219,14 @@ func TestNoDevice(t *testing.T) {
 	if !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("Open: %v", err)
 	}
-	for _, hint := range []string{"go run ./cmd/rdmalab", "rdmainfo link add rxe0 type rxe netdev"} {
+	for _, hint := range []string{"modprobe rdma_rxe", "rdma link add rxe0 type rxe netdev"} {
 		if !strings.Contains(err.Error(), hint) {
 			t.Errorf("no-device error %q does not say %q", err, hint)
+		}
+	}
+	for _, own := range []string{"rdmalab", "rdmainfo"} {
+		if strings.Contains(err.Error(), own) {
+			t.Errorf("no-device error %q names this repository's command %s", err, own)
 		}
 	}
 }
