@@ -59,3 +59,28 @@ func TestPathFromUser(t *testing.T) {
 		t.Errorf("pathFromUser: %+v", got)
 	}
 }
+
+// A UD event's parameters arrive with the AH attributes as a uverbs.AHAttr.
+func TestUDEventAHAttr(t *testing.T) {
+	ch, f := newFakeChannel(t)
+	id, err := ch.CreateID(PortSpaceUDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer id.Close()
+	p := abi.UCMUDParam{QPNum: 0x42, QKey: UDPQKey, AHAttr: abi.AHAttr{DLID: 7, SL: 2, IsGlobal: 1, PortNum: 1,
+		GRH: abi.GlobalRoute{DGID: uverbs.GIDFromAddr(netip.MustParseAddr("192.0.2.9")), SGIDIndex: 3, HopLimit: 64, TrafficClass: 0x20}}}
+	if err := p.SetData([]byte("ud")); err != nil {
+		t.Fatal(err)
+	}
+	f.queueUD(id.Handle(), EventEstablished, &p)
+	ev, err := id.WaitEvent(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uverbs.AHAttr{DLID: 7, SL: 2, IsGlobal: true, Port: 1,
+		GRH: uverbs.GlobalRoute{DGID: uverbs.GIDFromAddr(netip.MustParseAddr("192.0.2.9")), SGIDIndex: 3, HopLimit: 64, TrafficClass: 0x20}}
+	if ev.Type != EventEstablished || ev.UD.QPNum != 0x42 || ev.UD.QKey != UDPQKey || string(ev.UD.PrivateData) != "ud" || ev.UD.AHAttr != want {
+		t.Errorf("UD event: %+v, want AHAttr %+v", ev, want)
+	}
+}

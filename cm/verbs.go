@@ -24,9 +24,6 @@ type device struct {
 	dead bool
 	// external is a Context the caller owns (Options.PD's): never closed here.
 	external bool
-
-	portMu sync.Mutex
-	ports  map[uint8]uverbs.PortAttr
 }
 
 var (
@@ -60,7 +57,7 @@ func acquireDevice(info AddrInfo) (*device, error) {
 		ctx.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	d := &device{name: name, ctx: ctx, attr: attr, refs: 1, ports: map[uint8]uverbs.PortAttr{}}
+	d := &device{name: name, ctx: ctx, attr: attr, refs: 1}
 	devices[name] = d
 	return d, nil
 }
@@ -79,7 +76,7 @@ func callerDevice(info AddrInfo, ctx *uverbs.Context) (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &device{name: name, ctx: ctx, attr: attr, external: true, ports: map[uint8]uverbs.PortAttr{}}, nil
+	return &device{name: name, ctx: ctx, attr: attr, external: true}, nil
 }
 
 // release drops one reference; the last closes the Context and everything
@@ -112,20 +109,6 @@ func (d *device) markDead() {
 		delete(devices, d.name)
 	}
 	devicesMu.Unlock()
-}
-
-func (d *device) port(n uint8) (uverbs.PortAttr, error) {
-	d.portMu.Lock()
-	defer d.portMu.Unlock()
-	if p, ok := d.ports[n]; ok {
-		return p, nil
-	}
-	p, err := d.ctx.QueryPort(int(n))
-	if err != nil {
-		return p, err
-	}
-	d.ports[n] = p
-	return p, nil
 }
 
 func deviceName(info AddrInfo) (string, error) {
