@@ -20,8 +20,8 @@ import (
 )
 
 // Context is an open RDMA device (struct ibv_context): the uverbs file
-// descriptor and everything created through it. Open one with Open, OpenDevice,
-// OpenByNetdev or OpenByIP; the caller must Close it.
+// descriptor and everything created through it. Open one with Open (LookupDevice finds
+// a device's name); the caller must Close it.
 //
 // Closing a Context closes what is still open in dependency order — QPs, SRQs,
 // AHs, CQs, MRs, PDs, completion channels — and then the device. Objects may

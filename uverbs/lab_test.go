@@ -81,10 +81,10 @@ func TestLabDeviceQuery(t *testing.T) {
 		t.Errorf("GIDForIP(%v) = %+v", e.addr, g)
 	}
 	if d2, err := LookupDevice(DeviceQuery{IP: e.addr}); err != nil || d2.Name != e.Dev {
-		t.Errorf("DeviceByIP(%v) = %+v, %v", e.addr, d2, err)
+		t.Errorf("LookupDevice(IP %v) = %+v, %v", e.addr, d2, err)
 	}
 	if d2, err := LookupDevice(DeviceQuery{NodeGUID: a.NodeGUID}); err != nil || d2.Name != e.Dev {
-		t.Errorf("DeviceByNodeGUID(%#x) = %+v, %v", a.NodeGUID, d2, err)
+		t.Errorf("LookupDevice(NodeGUID %#x) = %+v, %v", a.NodeGUID, d2, err)
 	}
 	nl, err := rdmanl.Dial()
 	if err != nil {
@@ -97,11 +97,11 @@ func TestLabDeviceQuery(t *testing.T) {
 	}
 	for _, n := range nlDevs {
 		if d2, err := LookupDevice(DeviceQuery{Index: deviceIndex(n.Index)}); err != nil || d2.Name != n.Name {
-			t.Errorf("DeviceByIndex(%d) = %+v, %v; want %s", n.Index, d2, err, n.Name)
+			t.Errorf("LookupDevice(Index %d) = %+v, %v; want %s", n.Index, d2, err, n.Name)
 		}
 	}
 	if _, err := LookupDevice(DeviceQuery{Index: 1 << 30}); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("DeviceByIndex of a missing index: %v", err)
+		t.Errorf("LookupDevice of a missing index: %v", err)
 	}
 	if _, err := Open("nosuchdev0"); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("Open(nosuchdev0): %v", err)
