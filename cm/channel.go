@@ -223,8 +223,8 @@ func (ch *Channel) readOne() (bool, error) {
 
 // dispatch hands one event to its ID. ch.mu is held.
 func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
-	typ := resp.EventType()
-	if typ == abi.RDMA_CM_EVENT_CONNECT_REQUEST {
+	typ := EventType(resp.EventType())
+	if typ == EventConnectRequest {
 		// UID is the listener's cookie and ID the kernel id of the new
 		// connection's rdma_cm id, which exists from now on.
 		l := ch.byUID[resp.UID]
@@ -239,7 +239,7 @@ func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
 		if l.backlogFull() {
 			ch.stats.Overflows++
 			body := &abi.UCMReject{ID: resp.ID}
-			if body.SetData(BacklogFullData) == nil {
+			if body.SetData([]byte(BacklogFullData)) == nil {
 				_ = ch.exec(abi.RDMA_USER_CM_CMD_REJECT, body, nil)
 			}
 			ch.destroyKernelID(resp.ID)
@@ -253,7 +253,7 @@ func (ch *Channel) dispatch(resp *abi.UCMEventResp) {
 		return
 	}
 	id := ch.ids[resp.ID]
-	if typ == abi.RDMA_CM_EVENT_MULTICAST_JOIN || typ == abi.RDMA_CM_EVENT_MULTICAST_ERROR {
+	if typ == EventMulticastJoin || typ == EventMulticastError {
 		id = ch.byUID[resp.UID] // they name the group's id and the cookie JoinMulticast gave (mcast.go)
 	}
 	if id == nil {

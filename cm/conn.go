@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -71,8 +70,9 @@ type Conn struct {
 // run Options.Setup, send the request, and on CONNECT_RESPONSE move the QP
 // to RTR and RTS and send the RTU. Failures are *EventError values naming
 // the event: ErrNoListener/ErrRejected, ErrUnreachable, ErrAddrResolution,
-// ErrRouteResolution. It needs Linux 5.10+ (uverbs' minimum for rxe) with
-// rdma_ucm (tested on 6.1 and 6.12). The caller must Close the Conn.
+// ErrRouteResolution; Options.WaitForListener retries ErrNoListener until
+// ctx ends. It needs Linux 5.10+ (uverbs' minimum for rxe) with rdma_ucm
+// (tested on 6.1 and 6.12). The caller must Close the Conn.
 func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	dst, err := resolveAddrPort(ctx, addr)
 	if err != nil {
@@ -83,7 +83,43 @@ func Dial(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 
 // DialAddr is Dial to an address already parsed.
 func DialAddr(ctx context.Context, dst netip.AddrPort, opts *Options) (*Conn, error) {
-	return dial(ctx, dst, opts, PortSpaceTCP)
+	return dialWaiting(ctx, dst, opts, PortSpaceTCP)
+}
+
+// dialWaiting is dial, repeated while nothing listens when
+// Options.WaitForListener asks for it.
+func dialWaiting(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (*Conn, error) {
+	if opts == nil || !opts.WaitForListener {
+		return dial(ctx, dst, opts, ps)
+	}
+	return retryNoListener(ctx, func() (*Conn, error) { return dial(ctx, dst, opts, ps) })
+}
+
+// Back-off bounds of Options.WaitForListener.
+const (
+	listenerRetryMin = 10 * time.Millisecond
+	listenerRetryMax = time.Second
+)
+
+// retryNoListener calls try until it returns anything but ErrNoListener or
+// ctx ends, waiting between tries from listenerRetryMin, doubling up to
+// listenerRetryMax.
+func retryNoListener(ctx context.Context, try func() (*Conn, error)) (*Conn, error) {
+	wait := listenerRetryMin
+	for {
+		c, err := try()
+		if err == nil || !errors.Is(err, ErrNoListener) {
+			return c, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, listenerRetryMax)
+	}
 }
 
 // DialUD resolves the RDMA_PS_UDP service at addr (rdma_connect on a UDP
@@ -95,7 +131,7 @@ func DialUD(ctx context.Context, addr string, opts *Options) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dial(ctx, dst, opts, PortSpaceUDP)
+	return dialWaiting(ctx, dst, opts, PortSpaceUDP)
 }
 
 func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) (_ *Conn, err error) {
@@ -133,11 +169,11 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 	if err := id.ResolveAddr(ctx, o.Source, dst, o.ResolveTimeout); err != nil {
 		return nil, err
 	}
-	o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_ADDR_RESOLVED)
+	o.logf("rdma_cm: event %v", EventAddrResolved)
 	if err := id.ResolveRoute(ctx, o.ResolveTimeout); err != nil {
 		return nil, withAddr(err, what)
 	}
-	o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_ROUTE_RESOLVED)
+	o.logf("rdma_cm: event %v", EventRouteResolved)
 	if err := c.setupVerbs(); err != nil {
 		return nil, err
 	}
@@ -160,14 +196,14 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		return nil, err
 	}
 	if c.ud {
-		ev, err := id.await(ctx, "resolve UD service", what, abi.RDMA_CM_EVENT_ESTABLISHED)
+		ev, err := id.await(ctx, "resolve UD service", what, EventEstablished)
 		if err != nil {
 			return nil, err
 		}
 		o.logf("rdma_cm: event %v: remote qpn %#x qkey %#x", ev.Type, ev.UD.QPNum, ev.UD.QKey)
 		c.remoteQPN, c.remoteQKey = ev.UD.QPNum, ev.UD.QKey
 		c.peer = ConnParam{PrivateData: ev.UD.PrivateData, QPNum: ev.UD.QPNum, QKey: ev.UD.QKey}
-		ahAttr := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
+		ahAttr := ev.UD.AHAttr
 		if c.ah, err = c.pd.CreateAH(ahAttr); err != nil {
 			return nil, fmt.Errorf("cm: dial %s: %w", what, err)
 		}
@@ -175,7 +211,7 @@ func dial(ctx context.Context, dst netip.AddrPort, opts *Options, ps PortSpace) 
 		c.established()
 		return c, nil
 	}
-	ev, err := id.await(ctx, "connect", what, abi.RDMA_CM_EVENT_CONNECT_RESPONSE)
+	ev, err := id.await(ctx, "connect", what, EventConnectResponse)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +308,7 @@ func (c *Conn) setupVerbs() error {
 	if err != nil {
 		return err
 	}
-	c.local, c.remote, c.port = info.Local, info.Remote, info.Port
+	c.local, c.remote, c.port = info.Local, info.Remote, uint8(info.Port)
 	var dev *device
 	if o.PD != nil {
 		dev, err = callerDevice(info, o.PD.Context())
@@ -388,11 +424,7 @@ func (c *Conn) privateData(op string) ([]byte, error) {
 // modify moves the QP to state with the attributes the CM computes
 // (rdma_init_qp_attr + ibv_modify_qp); adjust may change them first.
 func (c *Conn) modify(state uverbs.QPState, adjust func(*uverbs.QPAttr)) error {
-	a, err := c.id.InitQPAttr(uint8(state))
-	if err != nil {
-		return err
-	}
-	attr, mask, err := qpAttrFromABI(&a)
+	attr, mask, err := c.id.InitQPAttr(state)
 	if err != nil {
 		return err
 	}
@@ -431,10 +463,10 @@ func (c *Conn) established() {
 	// exactly one of the two.
 	disc, rem := c.id.setHook(c.onEvent)
 	if disc {
-		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DISCONNECTED})
+		c.onEvent(Event{Type: EventDisconnected})
 	}
 	if rem {
-		c.onEvent(Event{Type: abi.RDMA_CM_EVENT_DEVICE_REMOVAL})
+		c.onEvent(Event{Type: EventDeviceRemoval})
 	}
 }
 
@@ -444,7 +476,7 @@ func (c *Conn) established() {
 // answers a peer's disconnect request, and closes Done.
 func (c *Conn) onEvent(ev Event) {
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_DISCONNECTED, abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDisconnected, EventDeviceRemoval:
 	default:
 		c.o.logf("rdma_cm: event %v", ev)
 		return
@@ -453,14 +485,14 @@ func (c *Conn) onEvent(ev Event) {
 	first := c.doneErr == nil
 	if first {
 		c.end(eventError("connection", c.remote.String(), ev))
-	} else if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && errors.Is(c.doneErr, ErrDisconnected) {
+	} else if ev.Type == EventDeviceRemoval && errors.Is(c.doneErr, ErrDisconnected) {
 		// The removal may make the peer (on the same device) disconnect
 		// first; the removal is what the caller must act on.
 		c.doneErr = eventError("connection", c.remote.String(), ev)
 	}
 	closing := c.closedFlag
 	c.stateMu.Unlock()
-	if ev.Type == abi.RDMA_CM_EVENT_DEVICE_REMOVAL && c.dev != nil {
+	if ev.Type == EventDeviceRemoval && c.dev != nil {
 		c.dev.markDead()
 	}
 	if !first {
@@ -474,7 +506,7 @@ func (c *Conn) onEvent(ev Event) {
 		// and reaches no kernel object.
 		c.qp.ModifyToErr()
 	}
-	if ev.Type == abi.RDMA_CM_EVENT_DISCONNECTED && !closing && !c.ud {
+	if ev.Type == EventDisconnected && !closing && !c.ud {
 		// Answer the peer's DREQ with a DREP now, as a TCP stack ACKs a
 		// FIN: the peer's Close then completes without waiting for this
 		// side's Close (the IB CM sends the DREP only on rdma_disconnect
@@ -509,6 +541,16 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // in an exchange where the peer answers each message, its answer (already
 // in the receive CQ if it came) is the proof; after the last message the
 // disconnect is the peer's own end.
+//
+// A CQ shared by several connections (Options.SendCQ and RecvCQ, or an
+// SRQ's CQ) holds the completions of all of them: Wait on one Conn returns
+// whichever completions come first, from any QP (WC.QPNum says whose:
+// compare it with Conn.QP().Num()), and ends only when that one Conn ends.
+// Drive such a CQ from one goroutine with uverbs.WaitCQs (or CQ.Wait) and
+// a context of its own, dispatch each completion by WC.QPNum, and notice a
+// peer leaving from its Conn's Done channel (Err says why): its QP then
+// enters the error state and its posted work, including the receives it
+// took from an SRQ, completes as IBV_WC_WR_FLUSH_ERR with its QPNum.
 func (c *Conn) Wait(ctx context.Context, wcs []uverbs.WC, cqs ...*uverbs.CQ) (int, *uverbs.CQ, error) {
 	if len(cqs) == 0 {
 		both := [2]*uverbs.CQ{c.sendCQ, c.recvCQ}
@@ -554,7 +596,7 @@ func (c *Conn) CompChannel() *uverbs.CompChannel { return c.compCh }
 func (c *Conn) Context() *uverbs.Context { return c.dev.ctx }
 
 // Port is the device port (from 1).
-func (c *Conn) Port() uint8 { return c.port }
+func (c *Conn) Port() int { return int(c.port) }
 
 // LocalAddr and RemoteAddr are the connection's IP addresses and ports.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
@@ -644,11 +686,11 @@ func (c *Conn) close() error {
 			if !waitUntil(c.id.Disconnected(), deadline) {
 				errs = append(errs, fmt.Errorf("rdma_cm disconnect %v: no DISCONNECTED within %v: %w", c.remote, c.o.CloseTimeout, ErrCloseTimeout))
 			} else if !ended {
-				c.o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_DISCONNECTED)
+				c.o.logf("rdma_cm: event %v", EventDisconnected)
 			}
 			if c.o.WaitTimewait {
 				if c.waitTimewait(deadline) {
-					c.o.logf("rdma_cm: event %v", abi.RDMA_CM_EVENT_TIMEWAIT_EXIT)
+					c.o.logf("rdma_cm: event %v", EventTimewaitExit)
 				} else {
 					errs = append(errs, fmt.Errorf("rdma_cm close %v: no TIMEWAIT_EXIT within %v", c.remote, c.o.CloseTimeout))
 				}
@@ -670,7 +712,7 @@ func (c *Conn) waitTimewait(deadline time.Time) bool {
 		if err != nil {
 			return false
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT {
+		if ev.Type == EventTimewaitExit {
 			return true
 		}
 	}
@@ -777,11 +819,11 @@ func (c *Conn) teardown(deadline time.Time) error {
 // UD replies): the route's destination GID and the local GID the CM chose.
 // The Conn does not own it; Close it first.
 func (c *Conn) NewAH() (*uverbs.AH, error) {
-	a, err := c.id.InitQPAttr(uint8(uverbs.QPSRTR))
+	a, err := c.id.initQPAttr(uverbs.QPSRTR)
 	if err != nil {
 		return nil, err
 	}
-	attr := uverbs.AHAttrFromABI(&a.AHAttr)
+	attr := ahAttrFromABI(&a.AHAttr)
 	if attr.GRH.DGID.IsZero() {
 		// UD ids return no address vector: build it from the addresses.
 		g, err := c.dev.ctx.GIDForIP(int(c.port), c.local.Addr())

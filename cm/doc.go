@@ -64,8 +64,8 @@
 // and ResolveRoute (which wait for their events, with the kernel's timeout
 // and the context), Query/QueryGID/QueryPath/QueryRoute, Listen,
 // GetRequest, Connect, Establish, Accept, Reject (with a reason and private
-// data), Disconnect, InitQPAttr, SetOption (TOS, REUSEADDR, AFONLY, ACK
-// timeout), Notify, JoinMulticast, WaitEvent and Close. Private data is checked against
+// data), Disconnect, InitQPAttr, SetTOS, SetReuseAddr, SetAFOnly, SetAckTimeout,
+// Notify, JoinMulticast, WaitEvent and Close. Private data is checked against
 // what the CM message carries (56 bytes in an RC connect, 196 in an accept,
 // 148 in a reject, 180 and 136 for UD): ErrPrivateDataTooLong.
 //

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/sys"
 )
 
@@ -98,13 +97,13 @@ const (
 	RejPortRedirect              RejectReason = 25
 	RejInvalidMTU                RejectReason = 26
 	RejInsufficientRespResources RejectReason = 27
-	RejConsumerDefined           RejectReason = abi.IB_CM_REJ_CONSUMER_DEFINED // 28: the application rejected it
+	RejConsumerDefined           RejectReason = 28 // IB_CM_REJ_CONSUMER_DEFINED: 28: the application rejected it
 	RejInvalidRNRRetry           RejectReason = 29
 	RejDuplicateLocalCommID      RejectReason = 30
 	RejInvalidClassVersion       RejectReason = 31
 	RejInvalidFlowLabel          RejectReason = 32
 	RejInvalidAltFlowLabel       RejectReason = 33
-	RejVendorOptionNotSupported  RejectReason = abi.IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED // 35
+	RejVendorOptionNotSupported  RejectReason = 35 // IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED: 35
 )
 
 var rejectNames = map[RejectReason]string{
@@ -171,7 +170,7 @@ func (e *EventError) Error() string {
 	b.WriteString(": ")
 	b.WriteString(e.Event.String())
 	switch {
-	case e.Event == abi.RDMA_CM_EVENT_REJECTED:
+	case e.Event == EventRejected:
 		r := RejectReason(e.Status)
 		fmt.Fprintf(&b, ", reason %d (%v", e.Status, r)
 		if x := r.explain(); x != "" {
@@ -199,7 +198,7 @@ func (e *EventError) hint() string {
 		errno = syscall.Errno(-e.Status)
 	}
 	switch e.Event {
-	case abi.RDMA_CM_EVENT_ADDR_ERROR:
+	case EventAddrError:
 		switch errno {
 		case syscall.ETIMEDOUT:
 			return "no neighbour answered for the address (is the host up and on an RDMA-capable link?)"
@@ -211,12 +210,12 @@ func (e *EventError) hint() string {
 			return "the source address is not local"
 		}
 		return "the address could not be resolved to an RDMA device"
-	case abi.RDMA_CM_EVENT_ROUTE_ERROR:
+	case EventRouteError:
 		if errno == syscall.ETIMEDOUT {
 			return "route resolution timed out"
 		}
 		return "no path to the destination"
-	case abi.RDMA_CM_EVENT_UNREACHABLE:
+	case EventUnreachable:
 		if errno == syscall.ETIMEDOUT {
 			return "the peer's CM did not answer in time (host down, no RDMA on it, or packets lost)"
 		}
@@ -231,13 +230,13 @@ func (e *EventError) hint() string {
 			return "the peer's listener has no QP for the SIDR request (IB_SIDR_NO_QP)"
 		}
 		return "the peer cannot be reached"
-	case abi.RDMA_CM_EVENT_CONNECT_ERROR:
+	case EventConnectError:
 		return "the connection could not be established"
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		return "the peer closed the connection or vanished"
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		return "the RDMA device was removed; close the connection"
-	case abi.RDMA_CM_EVENT_ADDR_CHANGE:
+	case EventAddrChange:
 		return "the bound address moved to another device"
 	}
 	return ""
@@ -259,30 +258,30 @@ const (
 func (e *EventError) Unwrap() []error {
 	var errs []error
 	switch e.Event {
-	case abi.RDMA_CM_EVENT_ADDR_ERROR:
+	case EventAddrError:
 		errs = append(errs, ErrAddrResolution)
-	case abi.RDMA_CM_EVENT_ROUTE_ERROR:
+	case EventRouteError:
 		errs = append(errs, ErrRouteResolution)
-	case abi.RDMA_CM_EVENT_REJECTED:
+	case EventRejected:
 		errs = append(errs, ErrRejected, syscall.ECONNREFUSED)
 		if RejectReason(e.Status) == RejInvalidServiceID {
 			errs = append(errs, ErrNoListener)
 		}
-	case abi.RDMA_CM_EVENT_UNREACHABLE:
+	case EventUnreachable:
 		errs = append(errs, ErrUnreachable)
 		if e.Status == sidrUnsupported {
 			errs = append(errs, ErrNoListener)
 		}
-	case abi.RDMA_CM_EVENT_CONNECT_ERROR:
+	case EventConnectError:
 		errs = append(errs, ErrConnect)
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		errs = append(errs, ErrDisconnected)
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		errs = append(errs, ErrDeviceRemoved)
-	case abi.RDMA_CM_EVENT_ADDR_CHANGE:
+	case EventAddrChange:
 		errs = append(errs, ErrAddrChange)
 	}
-	if e.Status < 0 && e.Event != abi.RDMA_CM_EVENT_REJECTED {
+	if e.Status < 0 && e.Event != EventRejected {
 		errs = append(errs, syscall.Errno(-e.Status))
 	}
 	return errs
@@ -291,7 +290,7 @@ func (e *EventError) Unwrap() []error {
 // RejectReason returns the reject reason of a REJECTED event's error, and
 // false for other errors.
 func (e *EventError) RejectReason() (RejectReason, bool) {
-	if e.Event != abi.RDMA_CM_EVENT_REJECTED {
+	if e.Event != EventRejected {
 		return 0, false
 	}
 	return RejectReason(e.Status), true
@@ -300,7 +299,7 @@ func (e *EventError) RejectReason() (RejectReason, bool) {
 // eventError builds the error for an unexpected or failing event.
 func eventError(op, addr string, ev Event) error {
 	e := &EventError{Op: op, Addr: addr, Event: ev.Type, Status: ev.Status}
-	if ev.Type == abi.RDMA_CM_EVENT_REJECTED {
+	if ev.Type == EventRejected {
 		e.PrivateData = ev.Param.PrivateData
 		if ev.ID != nil && ev.ID.ps.ud() {
 			e.PrivateData = ev.UD.PrivateData

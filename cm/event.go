@@ -4,13 +4,47 @@ package cm
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/rdmago/rdmago/internal/abi"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // EventType is enum rdma_cm_event_type; String gives the C name
 // ("RDMA_CM_EVENT_ESTABLISHED").
-type EventType = abi.CMEventType
+type EventType uint32
+
+// Event types (enum rdma_cm_event_type).
+const (
+	EventAddrResolved     EventType = 0  // RDMA_CM_EVENT_ADDR_RESOLVED
+	EventAddrError        EventType = 1  // RDMA_CM_EVENT_ADDR_ERROR
+	EventRouteResolved    EventType = 2  // RDMA_CM_EVENT_ROUTE_RESOLVED
+	EventRouteError       EventType = 3  // RDMA_CM_EVENT_ROUTE_ERROR
+	EventConnectRequest   EventType = 4  // RDMA_CM_EVENT_CONNECT_REQUEST
+	EventConnectResponse  EventType = 5  // RDMA_CM_EVENT_CONNECT_RESPONSE
+	EventConnectError     EventType = 6  // RDMA_CM_EVENT_CONNECT_ERROR
+	EventUnreachable      EventType = 7  // RDMA_CM_EVENT_UNREACHABLE
+	EventRejected         EventType = 8  // RDMA_CM_EVENT_REJECTED
+	EventEstablished      EventType = 9  // RDMA_CM_EVENT_ESTABLISHED
+	EventDisconnected     EventType = 10 // RDMA_CM_EVENT_DISCONNECTED
+	EventDeviceRemoval    EventType = 11 // RDMA_CM_EVENT_DEVICE_REMOVAL
+	EventMulticastJoin    EventType = 12 // RDMA_CM_EVENT_MULTICAST_JOIN
+	EventMulticastError   EventType = 13 // RDMA_CM_EVENT_MULTICAST_ERROR
+	EventAddrChange       EventType = 14 // RDMA_CM_EVENT_ADDR_CHANGE
+	EventTimewaitExit     EventType = 15 // RDMA_CM_EVENT_TIMEWAIT_EXIT
+	EventAddrInfoResolved EventType = 16 // RDMA_CM_EVENT_ADDRINFO_RESOLVED (newer than Linux 6.12)
+	EventAddrInfoError    EventType = 17 // RDMA_CM_EVENT_ADDRINFO_ERROR (newer than Linux 6.12)
+	EventUser             EventType = 18 // RDMA_CM_EVENT_USER (newer than Linux 6.12)
+)
+
+var eventTypeNames = [...]string{"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR", "CONNECT_REQUEST", "CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE", "REJECTED", "ESTABLISHED", "DISCONNECTED", "DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE", "TIMEWAIT_EXIT", "ADDRINFO_RESOLVED", "ADDRINFO_ERROR", "USER"}
+
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) {
+		return "RDMA_CM_EVENT_" + eventTypeNames[t]
+	}
+	return "RDMA_CM_EVENT(" + strconv.FormatUint(uint64(t), 10) + ")"
+}
 
 // PortSpace is enum rdma_port_space: which transport an ID's port numbers
 // belong to.
@@ -18,9 +52,9 @@ type PortSpace uint16
 
 // Port spaces.
 const (
-	PortSpaceTCP   PortSpace = abi.RDMA_PS_TCP   // RC connections (RDMA_PS_TCP), like SOCK_STREAM
-	PortSpaceUDP   PortSpace = abi.RDMA_PS_UDP   // UD datagrams (RDMA_PS_UDP), resolved with SIDR
-	PortSpaceIPoIB PortSpace = abi.RDMA_PS_IPOIB // UD, IPoIB's port space
+	PortSpaceTCP   PortSpace = 262 // RDMA_PS_TCP: RC connections (RDMA_PS_TCP), like SOCK_STREAM
+	PortSpaceUDP   PortSpace = 273 // RDMA_PS_UDP: UD datagrams (RDMA_PS_UDP), resolved with SIDR
+	PortSpaceIPoIB PortSpace = 2   // RDMA_PS_IPOIB: UD, IPoIB's port space
 )
 
 func (ps PortSpace) String() string {
@@ -116,7 +150,7 @@ type UDParam struct {
 	PrivateData []byte
 	QPNum       uint32
 	QKey        uint32
-	AHAttr      abi.AHAttr
+	AHAttr      uverbs.AHAttr
 }
 
 // Event is one rdma_cm event (struct rdma_cm_event).
@@ -131,7 +165,7 @@ type Event struct {
 	Listener *ID
 	Param    ConnParam // RDMA_PS_TCP events
 	UD       UDParam   // RDMA_PS_UDP events
-	ECE      abi.UCMECE
+	ECE      ECE       // the peer's ECE options (CONNECT_REQUEST, CONNECT_RESPONSE, ESTABLISHED)
 }
 
 func (e Event) String() string {
@@ -144,10 +178,10 @@ func (e Event) String() string {
 // decodeEvent turns a kernel event into an Event; ps says which member of
 // the parameter union is valid.
 func decodeEvent(r *abi.UCMEventResp, ps PortSpace) Event {
-	ev := Event{Type: r.EventType(), Status: r.StatusCode(), ECE: r.ECE}
+	ev := Event{Type: EventType(r.EventType()), Status: r.StatusCode(), ECE: ECE{VendorID: r.ECE.VendorID, AttrMod: r.ECE.AttrMod}}
 	if ps.ud() {
 		u := r.UDParam()
-		ev.UD = UDParam{PrivateData: append([]byte(nil), u.Data()...), QPNum: u.QPNum, QKey: u.QKey, AHAttr: u.AHAttr}
+		ev.UD = UDParam{PrivateData: append([]byte(nil), u.Data()...), QPNum: u.QPNum, QKey: u.QKey, AHAttr: ahAttrFromABI(&u.AHAttr)}
 	} else {
 		c := r.ConnParam()
 		ev.Param = connParamFrom(&c)

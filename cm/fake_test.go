@@ -289,7 +289,7 @@ func (f *fakeKernel) connRequest(lkid uint32, p *abi.UCMConnParam) uint32 {
 	child := f.alloc()
 	f.ctxs[child] = &fakeCtx{ps: l.ps} // uid 0 until ACCEPT sets it
 	e := fakeEvent{owner: lkid}
-	e.resp.UID, e.resp.ID, e.resp.Event = l.uid, child, uint32(abi.RDMA_CM_EVENT_CONNECT_REQUEST)
+	e.resp.UID, e.resp.ID, e.resp.Event = l.uid, child, uint32(EventConnectRequest)
 	if p != nil {
 		e.resp.SetConnParam(p)
 	}

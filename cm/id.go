@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/internal/abi"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // ID is an rdma_cm identifier (struct rdma_cm_id), the CM's equivalent of a
@@ -103,11 +104,11 @@ func (id *ID) push(ev Event) {
 	id.mu.Lock()
 	id.queue = append(id.queue, ev)
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_CONNECT_REQUEST:
+	case EventConnectRequest:
 		id.reqs++
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		id.sawDisc = true
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		id.sawRem = true
 	}
 	close(id.notify)
@@ -118,9 +119,9 @@ func (id *ID) push(ev Event) {
 		hook(ev)
 	}
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_DISCONNECTED:
+	case EventDisconnected:
 		id.discOnce.Do(func() { close(id.disconnected) })
-	case abi.RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case EventDeviceRemoval:
 		id.remOnce.Do(func() { close(id.removed) })
 	}
 }
@@ -161,7 +162,7 @@ func (id *ID) WaitEvent(ctx context.Context) (Event, error) {
 			ev := id.queue[0]
 			id.queue[0] = Event{}
 			id.queue = id.queue[1:]
-			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST {
+			if ev.Type == EventConnectRequest {
 				id.reqs--
 			}
 			id.mu.Unlock()
@@ -206,7 +207,7 @@ func (id *ID) await(ctx context.Context, op, addr string, want ...EventType) (Ev
 		if slices.Contains(want, ev.Type) && ev.Status == 0 {
 			return ev, nil
 		}
-		if ev.Type == abi.RDMA_CM_EVENT_TIMEWAIT_EXIT || ev.Type == abi.RDMA_CM_EVENT_ADDR_CHANGE {
+		if ev.Type == EventTimewaitExit || ev.Type == EventAddrChange {
 			continue
 		}
 		return ev, eventError(op, addr, ev)
@@ -238,7 +239,7 @@ func (id *ID) Close() error {
 			id.closeErr = id.ch.destroy(id)
 		}
 		for _, ev := range id.markClosed() {
-			if ev.Type == abi.RDMA_CM_EVENT_CONNECT_REQUEST && ev.ID != nil && ev.ID != id {
+			if ev.Type == EventConnectRequest && ev.ID != nil && ev.ID != id {
 				ev.ID.Reject(nil, 0)
 				ev.ID.Close()
 			}
@@ -306,7 +307,7 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 	if err := id.exec(abi.RDMA_USER_CM_CMD_RESOLVE_ADDR, body, nil); err != nil {
 		return fmt.Errorf("rdma_cm resolve address %v: %w", dst, err)
 	}
-	_, err = id.await(ctx, "resolve address", dst.String(), abi.RDMA_CM_EVENT_ADDR_RESOLVED)
+	_, err = id.await(ctx, "resolve address", dst.String(), EventAddrResolved)
 	return err
 }
 
@@ -319,7 +320,7 @@ func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	if err := id.exec(abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE, body, nil); err != nil {
 		return fmt.Errorf("rdma_cm resolve route: %w", err)
 	}
-	_, err := id.await(ctx, "resolve route", "", abi.RDMA_CM_EVENT_ROUTE_RESOLVED)
+	_, err := id.await(ctx, "resolve route", "", EventRouteResolved)
 	return err
 }
 
@@ -329,7 +330,7 @@ type AddrInfo struct {
 	Local, Remote netip.AddrPort
 	NodeGUID      uint64 // the device's node GUID, host order (0 before binding to a device)
 	DevIndex      uint32 // the device's index (RDMA netlink's RDMA_NLDEV_ATTR_DEV_INDEX)
-	Port          uint8  // the device port, from 1
+	Port          int    // the device port, from 1
 	PKey          uint16
 }
 
@@ -348,7 +349,7 @@ func (id *ID) Query() (AddrInfo, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return AddrInfo{}, err
 	}
-	a := AddrInfo{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: r.PortNum, PKey: beToHost16(r.PKey)}
+	a := AddrInfo{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: int(r.PortNum), PKey: beToHost16(r.PKey)}
 	if r.SrcSize != 0 {
 		a.Local, _ = r.SrcAddr.AddrPort()
 	}
@@ -361,7 +362,7 @@ func (id *ID) Query() (AddrInfo, error) {
 // GIDs is what QUERY (RDMA_USER_CM_QUERY_GID) says about an ID: the source
 // and destination as AF_IB addresses (port GIDs and service IDs).
 type GIDs struct {
-	Src, Dst abi.SockaddrIB
+	Src, Dst IBAddr
 }
 
 // QueryGID is ucma QUERY with RDMA_USER_CM_QUERY_GID: the GIDs the ID uses
@@ -375,29 +376,32 @@ func (id *ID) QueryGID() (GIDs, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return GIDs{}, err
 	}
-	var g GIDs
-	g.Src, _ = r.SrcAddr.IB()
-	g.Dst, _ = r.DstAddr.IB()
-	return g, nil
+	src, _ := r.SrcAddr.IB()
+	dst, _ := r.DstAddr.IB()
+	return GIDs{Src: ibAddrFrom(&src), Dst: ibAddrFrom(&dst)}, nil
 }
 
 // maxPaths is how many path records QueryPath makes room for (primary and
 // alternate paths in both directions and a spare).
 const maxPaths = 6
 
-// QueryPath is ucma QUERY with RDMA_USER_CM_QUERY_PATH: the path records of
-// the resolved route, in IBTA wire format.
-func (id *ID) QueryPath() ([]abi.IBPathRecData, error) {
+// QueryPath is ucma QUERY with RDMA_USER_CM_QUERY_PATH (rdma_query_addr's
+// path records, Linux 4.17+): the path records of the resolved route, with
+// their PathRecord.Flags (primary, outbound, ...).
+func (id *ID) QueryPath() ([]PathRecord, error) {
 	buf := make([]byte, 8+maxPaths*abi.SizeofIBPathRecData)
 	if err := id.exec(abi.RDMA_USER_CM_CMD_QUERY, &abi.UCMQuery{ID: id.kid, Option: abi.RDMA_USER_CM_QUERY_PATH}, buf); err != nil {
 		return nil, fmt.Errorf("rdma_cm query path: %w", err)
 	}
-	r, paths, err := abi.DecodeUCMQueryPathResp(buf)
+	_, paths, err := abi.DecodeUCMQueryPathResp(buf)
 	if err != nil {
 		return nil, err
 	}
-	_ = r
-	return paths, nil
+	recs := make([]PathRecord, len(paths))
+	for i := range paths {
+		recs[i] = pathFromWire(&paths[i])
+	}
+	return recs, nil
 }
 
 // Route is what QUERY_ROUTE says about an ID (the older query librdmacm
@@ -405,9 +409,9 @@ func (id *ID) QueryPath() ([]abi.IBPathRecData, error) {
 type Route struct {
 	NodeGUID      uint64 // host order
 	DevIndex      uint32
-	Port          uint8
+	Port          int
 	Local, Remote netip.AddrPort
-	Paths         []abi.IBUserPathRec
+	Paths         []PathRecord
 }
 
 // QueryRoute is ucma QUERY_ROUTE.
@@ -420,14 +424,16 @@ func (id *ID) QueryRoute() (Route, error) {
 	if err := abi.DecodeUCMResp(buf, &r); err != nil {
 		return Route{}, err
 	}
-	rt := Route{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: r.PortNum}
+	rt := Route{NodeGUID: beToHost64(r.NodeGUID), DevIndex: r.IBDevIndex, Port: int(r.PortNum)}
 	rt.Local, _ = r.SrcAddr.AddrPort()
 	rt.Remote, _ = r.DstAddr.AddrPort()
 	n := min(int(r.NumPaths), len(r.IBRoute))
 	if r.NumPaths == 0 {
 		n = 1 // RoCE with no SA path: the GIDs are in the first record
 	}
-	rt.Paths = append(rt.Paths, r.IBRoute[:n]...)
+	for i := range r.IBRoute[:n] {
+		rt.Paths = append(rt.Paths, pathFromUser(&r.IBRoute[i]))
+	}
 	return rt, nil
 }
 
@@ -461,7 +467,7 @@ func (id *ID) Listen(backlog int) error {
 
 // BacklogFullData is the private data of the reject a listener sends for a
 // connection request beyond its backlog.
-var BacklogFullData = []byte("rdma_cm: listen backlog full")
+const BacklogFullData = "rdma_cm: listen backlog full"
 
 // backlogFull reports whether the listener holds as many requests not yet
 // taken as its backlog allows. It runs on the channel goroutine.
@@ -475,7 +481,7 @@ func (id *ID) backlogFull() bool {
 // asynchronous rdma_get_request). The event's ID is the new connection's,
 // to Accept or Reject and then Close.
 func (id *ID) GetRequest(ctx context.Context) (Event, error) {
-	return id.await(ctx, "get request", "", abi.RDMA_CM_EVENT_CONNECT_REQUEST)
+	return id.await(ctx, "get request", "", EventConnectRequest)
 }
 
 // Remote returns the parameters of the CONNECT_REQUEST that created the ID
@@ -613,11 +619,20 @@ func (id *ID) Disconnect() error {
 	return nil
 }
 
-// InitQPAttr is rdma_init_qp_attr: the attributes and mask (QPAttrMask)
-// that move the ID's QP to state (an abi.IB_QPS_* value), as the CM
-// computed them from the route and the connection's parameters; pass them
-// to the verbs modify-QP.
-func (id *ID) InitQPAttr(state uint8) (abi.QPAttr, error) {
+// InitQPAttr is rdma_init_qp_attr: the attributes and the mask of those
+// that are set, which move the ID's QP to state, as the CM computed them
+// from the route and the connection's parameters; pass them to
+// uverbs.QP.Modify. It fails with ErrNotSupported when the CM asks for
+// attributes uverbs.QPAttr cannot carry (alternate path, path migration).
+func (id *ID) InitQPAttr(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
+	a, err := id.initQPAttr(state)
+	if err != nil {
+		return uverbs.QPAttr{}, 0, err
+	}
+	return qpAttrFromABI(&a)
+}
+
+func (id *ID) initQPAttr(state uverbs.QPState) (abi.QPAttr, error) {
 	buf := make([]byte, abi.SizeofIBUverbsQPAttr)
 	if err := id.exec(abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, &abi.UCMInitQPAttr{ID: id.kid, QPState: uint32(state)}, buf); err != nil {
 		return abi.QPAttr{}, fmt.Errorf("rdma_cm init qp attr (state %d): %w", state, err)
@@ -635,10 +650,11 @@ func (id *ID) Notify(event uint32) error {
 	return nil
 }
 
-// SetOption is rdma_set_option: it sets option name at level
-// (abi.RDMA_OPTION_ID or abi.RDMA_OPTION_IB) to val, which must have the
-// size the option expects.
-func (id *ID) SetOption(level, name uint32, val []byte) error {
+// setOption is rdma_set_option: it sets option name at level
+// (RDMA_OPTION_ID or RDMA_OPTION_IB) to val, which must have the size the
+// option expects. SetTOS, SetReuseAddr, SetAFOnly and SetAckTimeout are the
+// typed options.
+func (id *ID) setOption(level, name uint32, val []byte) error {
 	if len(val) == 0 {
 		return fmt.Errorf("rdma_cm set option %d/%d: empty value: %w", level, name, syscall.EINVAL)
 	}
@@ -653,26 +669,26 @@ func (id *ID) SetOption(level, name uint32, val []byte) error {
 // traffic; on RoCE v2 it becomes the IP header's DSCP/ECN byte. Set it
 // before ResolveRoute.
 func (id *ID) SetTOS(tos uint8) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_TOS, []byte{tos})
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_TOS, []byte{tos})
 }
 
 // SetReuseAddr sets RDMA_OPTION_ID_REUSEADDR (like SO_REUSEADDR). Set it
 // before Bind.
 func (id *ID) SetReuseAddr(on bool) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_REUSEADDR, boolInt(on))
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_REUSEADDR, boolInt(on))
 }
 
 // SetAFOnly sets RDMA_OPTION_ID_AFONLY (like IPV6_V6ONLY). Set it before
 // Bind.
 func (id *ID) SetAFOnly(on bool) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_AFONLY, boolInt(on))
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_AFONLY, boolInt(on))
 }
 
 // SetAckTimeout sets RDMA_OPTION_ID_ACK_TIMEOUT (Linux 4.16+): the QP's
 // local ACK timeout exponent, 4.096 µs × 2^timeout, that InitQPAttr will
 // return for RTS.
 func (id *ID) SetAckTimeout(timeout uint8) error {
-	return id.SetOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_ACK_TIMEOUT, []byte{timeout})
+	return id.setOption(abi.RDMA_OPTION_ID, abi.RDMA_OPTION_ID_ACK_TIMEOUT, []byte{timeout})
 }
 
 func boolInt(on bool) []byte {

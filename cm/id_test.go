@@ -34,7 +34,7 @@ func TestDemuxRoutesEventsToTheirIDs(t *testing.T) {
 		ids = append(ids, id)
 	}
 	// Interleave events of the three IDs; each must see its own, in order.
-	seq := []EventType{abi.RDMA_CM_EVENT_ADDR_RESOLVED, abi.RDMA_CM_EVENT_ROUTE_RESOLVED, abi.RDMA_CM_EVENT_ESTABLISHED}
+	seq := []EventType{EventAddrResolved, EventRouteResolved, EventEstablished}
 	for _, typ := range seq {
 		for i := len(ids) - 1; i >= 0; i-- {
 			f.queue(ids[i].Handle(), typ, int32(i), nil)
@@ -111,8 +111,8 @@ func TestConnectRequestCreatesChildID(t *testing.T) {
 	f.mu.Lock()
 	f.ctxs[kid].uid = a.UID
 	f.mu.Unlock()
-	f.queue(kid, abi.RDMA_CM_EVENT_ESTABLISHED, 0, nil)
-	if ev, err := child.WaitEvent(ctx); err != nil || ev.Type != abi.RDMA_CM_EVENT_ESTABLISHED {
+	f.queue(kid, EventEstablished, 0, nil)
+	if ev, err := child.WaitEvent(ctx); err != nil || ev.Type != EventEstablished {
 		t.Fatalf("child event %v, %v", ev, err)
 	}
 	if l.pending() != 0 {
@@ -132,8 +132,8 @@ func TestDestroyReconcilesEventsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nil)
+	f.queue(id.Handle(), EventAddrResolved, 0, nil)
+	f.queue(id.Handle(), EventRouteResolved, 0, nil)
 	waitFor(t, func() bool { return id.pending() == 2 })
 	f.mu.Lock()
 	f.extraEv = 1 // the kernel claims one more event than was read
@@ -160,7 +160,7 @@ func TestReusedKernelIDGetsNoStaleEvents(t *testing.T) {
 	kid := old.Handle()
 	// An unread event of the old id is discarded by DESTROY_ID.
 	f.mu.Lock()
-	f.queueLocked(kid, abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	f.queueLocked(kid, EventDisconnected, 0, nil)
 	f.mu.Unlock()
 	if err := old.Close(); err != nil && !strings.Contains(err.Error(), "reported") {
 		t.Fatal(err)
@@ -172,9 +172,9 @@ func TestReusedKernelIDGetsNoStaleEvents(t *testing.T) {
 	if nu.Handle() != kid {
 		t.Fatalf("fake kernel did not reuse id %d (got %d)", kid, nu.Handle())
 	}
-	f.queue(kid, abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
+	f.queue(kid, EventAddrResolved, 0, nil)
 	ev, err := nu.WaitEvent(ctx)
-	if err != nil || ev.Type != abi.RDMA_CM_EVENT_ADDR_RESOLVED {
+	if err != nil || ev.Type != EventAddrResolved {
 		t.Fatalf("new id got %v, %v", ev, err)
 	}
 	if _, err := old.WaitEvent(ctx); !errors.Is(err, ErrClosed) {
@@ -193,7 +193,7 @@ func TestWaitEventAfterCloseIsErrClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	f.queue(id.Handle(), EventDisconnected, 0, nil)
 	waitFor(t, func() bool { return id.pending() == 1 })
 	if err := id.Close(); err != nil {
 		t.Fatal(err) // the event was delivered: events_reported matches
@@ -247,8 +247,8 @@ func TestListenerSkipsAddrChange(t *testing.T) {
 	}
 	defer l.Close()
 	lk := l.ID().Handle()
-	f.queue(lk, abi.RDMA_CM_EVENT_ADDR_CHANGE, 0, nil)
-	f.queue(lk, abi.RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, nil)
+	f.queue(lk, EventAddrChange, 0, nil)
+	f.queue(lk, EventTimewaitExit, 0, nil)
 	kid := f.connRequest(lk, nil)
 	r, err := l.AcceptRequest(ctx)
 	if err != nil {
@@ -260,7 +260,7 @@ func TestListenerSkipsAddrChange(t *testing.T) {
 	if err := r.Reject(nil); err != nil {
 		t.Fatal(err)
 	}
-	f.queue(lk, abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	f.queue(lk, EventDeviceRemoval, 0, nil)
 	if _, err := l.AcceptRequest(ctx); !errors.Is(err, ErrDeviceRemoved) {
 		t.Fatalf("accept after DEVICE_REMOVAL: %v, want ErrDeviceRemoved", err)
 	}
@@ -294,11 +294,11 @@ func TestResolveErrorsNameTheEvent(t *testing.T) {
 		is     []error
 		text   []string
 	}{
-		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(syscall.ETIMEDOUT), []error{ErrAddrResolution, syscall.ETIMEDOUT},
+		{EventAddrError, -int32(syscall.ETIMEDOUT), []error{ErrAddrResolution, syscall.ETIMEDOUT},
 			[]string{"RDMA_CM_EVENT_ADDR_ERROR", "status -110", "no neighbour answered"}},
-		{abi.RDMA_CM_EVENT_ADDR_ERROR, -int32(syscall.ENODEV), []error{ErrAddrResolution, syscall.ENODEV},
+		{EventAddrError, -int32(syscall.ENODEV), []error{ErrAddrResolution, syscall.ENODEV},
 			[]string{"has no RDMA device"}},
-		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, []error{ErrDeviceRemoved}, []string{"RDMA_CM_EVENT_DEVICE_REMOVAL", "device was removed"}},
+		{EventDeviceRemoval, 0, []error{ErrDeviceRemoved}, []string{"RDMA_CM_EVENT_DEVICE_REMOVAL", "device was removed"}},
 	} {
 		ch, f := newFakeChannel(t)
 		id, _ := ch.CreateID(PortSpaceTCP)
@@ -335,7 +335,7 @@ func TestResolveErrorsNameTheEvent(t *testing.T) {
 }
 
 func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
-	ev := Event{Type: abi.RDMA_CM_EVENT_REJECTED, Status: int32(RejInvalidServiceID)}
+	ev := Event{Type: EventRejected, Status: int32(RejInvalidServiceID)}
 	err := eventError("connect", "10.77.0.2:9999", ev)
 	want := "rdma_cm connect 10.77.0.2:9999: RDMA_CM_EVENT_REJECTED, reason 8 (IB_CM_REJ_INVALID_SERVICE_ID: nothing listens on that port)"
 	if err.Error() != want {
@@ -344,7 +344,7 @@ func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
 	if !errors.Is(err, ErrNoListener) || !errors.Is(err, ErrRejected) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("%v does not match its sentinels", err)
 	}
-	ev = Event{Type: abi.RDMA_CM_EVENT_REJECTED, Status: int32(RejConsumerDefined), Param: ConnParam{PrivateData: []byte("go away")}}
+	ev = Event{Type: EventRejected, Status: int32(RejConsumerDefined), Param: ConnParam{PrivateData: []byte("go away")}}
 	err = eventError("connect", "", ev)
 	var ee *EventError
 	if !errors.As(err, &ee) || string(ee.PrivateData) != "go away" || errors.Is(err, ErrNoListener) {
@@ -353,17 +353,17 @@ func TestRejectedErrorCarriesReasonAndPrivateData(t *testing.T) {
 	if r, ok := ee.RejectReason(); !ok || r != RejConsumerDefined {
 		t.Fatalf("reason %v %v", r, ok)
 	}
-	un := eventError("connect", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -int32(syscall.ETIMEDOUT)})
+	un := eventError("connect", "", Event{Type: EventUnreachable, Status: -int32(syscall.ETIMEDOUT)})
 	if !errors.Is(un, ErrUnreachable) || !errors.Is(un, syscall.ETIMEDOUT) || !strings.Contains(un.Error(), "did not answer") || errors.Is(un, ErrNoListener) {
 		t.Fatalf("unreachable: %v", un)
 	}
 	// A SIDR reply of IB_SIDR_UNSUPPORTED: nobody listens on the port.
-	sidr := eventError("resolve", "10.77.0.2:9999", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: 1})
+	sidr := eventError("resolve", "10.77.0.2:9999", Event{Type: EventUnreachable, Status: 1})
 	want = "rdma_cm resolve 10.77.0.2:9999: RDMA_CM_EVENT_UNREACHABLE, status 1: the peer's CM answered the SIDR request: nothing listens on that port (IB_SIDR_UNSUPPORTED)"
 	if sidr.Error() != want || !errors.Is(sidr, ErrNoListener) || !errors.Is(sidr, ErrUnreachable) {
 		t.Fatalf("SIDR without a listener: %v\nwant %s, matching ErrNoListener and ErrUnreachable", sidr, want)
 	}
-	if other := eventError("resolve", "", Event{Type: abi.RDMA_CM_EVENT_UNREACHABLE, Status: 2}); errors.Is(other, ErrNoListener) {
+	if other := eventError("resolve", "", Event{Type: EventUnreachable, Status: 2}); errors.Is(other, ErrNoListener) {
 		t.Fatalf("a SIDR reject matches ErrNoListener: %v", other)
 	}
 }
@@ -516,9 +516,9 @@ func TestManyIDsConcurrently(t *testing.T) {
 	f.script = func(f *fakeKernel, c fakeCmd) error {
 		switch b := c.Body.(type) {
 		case *abi.UCMResolveAddr:
-			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_ADDR_RESOLVED, 0, nil)
+			f.queueLocked(b.ID, EventAddrResolved, 0, nil)
 		case *abi.UCMResolveRoute:
-			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_ROUTE_RESOLVED, 0, nil)
+			f.queueLocked(b.ID, EventRouteResolved, 0, nil)
 		}
 		return nil
 	}
@@ -584,7 +584,7 @@ func TestConnEventStateMachine(t *testing.T) {
 	if c.Err() != nil {
 		t.Fatalf("fresh connection: %v", c.Err())
 	}
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil)
+	f.queue(id.Handle(), EventDisconnected, 0, nil)
 	select {
 	case <-c.Done():
 	case <-time.After(5 * time.Second):
@@ -594,7 +594,7 @@ func TestConnEventStateMachine(t *testing.T) {
 		t.Fatalf("err %v", c.Err())
 	}
 	waitFor(t, func() bool { return len(f.commands(abi.RDMA_USER_CM_CMD_DISCONNECT)) == 1 })
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	f.queue(id.Handle(), EventDeviceRemoval, 0, nil)
 	waitFor(t, func() bool { return errors.Is(c.Err(), ErrDeviceRemoved) })
 	if err := c.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -617,7 +617,7 @@ func TestConnCloseWaitsForDisconnected(t *testing.T) {
 	ch, f := newFakeChannel(t)
 	f.script = func(f *fakeKernel, c fakeCmd) error {
 		if b, ok := c.Body.(*abi.UCMDisconnect); ok {
-			f.queueLocked(b.ID, abi.RDMA_CM_EVENT_DISCONNECTED, 0, nil) // the peer's DREP
+			f.queueLocked(b.ID, EventDisconnected, 0, nil) // the peer's DREP
 		}
 		return nil
 	}
@@ -654,8 +654,8 @@ func TestConnErrBeforeRemovedCloses(t *testing.T) {
 		want error
 		done func(*ID) <-chan struct{}
 	}{
-		{abi.RDMA_CM_EVENT_DEVICE_REMOVAL, ErrDeviceRemoved, (*ID).Removed},
-		{abi.RDMA_CM_EVENT_DISCONNECTED, ErrDisconnected, (*ID).Disconnected},
+		{EventDeviceRemoval, ErrDeviceRemoved, (*ID).Removed},
+		{EventDisconnected, ErrDisconnected, (*ID).Disconnected},
 	} {
 		t.Run(tc.typ.String(), func(t *testing.T) {
 			ch, f := newFakeChannel(t)
@@ -685,7 +685,7 @@ func TestConnErrBeforeRemovedCloses(t *testing.T) {
 func TestConnSeesEventBeforeEstablished(t *testing.T) {
 	ch, f := newFakeChannel(t)
 	id, _ := ch.CreateID(PortSpaceTCP)
-	f.queue(id.Handle(), abi.RDMA_CM_EVENT_DEVICE_REMOVAL, 0, nil)
+	f.queue(id.Handle(), EventDeviceRemoval, 0, nil)
 	<-id.Removed()
 	c := newConn(id, (&Options{CloseTimeout: 50 * time.Millisecond}).withDefaults(), func() {}, PortSpaceTCP)
 	c.established()
@@ -721,7 +721,7 @@ func TestListenBacklogRejectsExcess(t *testing.T) {
 	rejects := func() (ids []uint32) {
 		for _, c := range f.commands(abi.RDMA_USER_CM_CMD_REJECT) {
 			b := c.Body.(*abi.UCMReject)
-			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], BacklogFullData) || b.Reason != 0 {
+			if !bytes.Equal(b.PrivateData[:b.PrivateDataLen], []byte(BacklogFullData)) || b.Reason != 0 {
 				t.Errorf("reject of %d: reason %d, data %q", b.ID, b.Reason, b.PrivateData[:b.PrivateDataLen])
 			}
 			ids = append(ids, b.ID)

@@ -72,7 +72,7 @@ func openUCM() (*ucmDev, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENODEV), errors.Is(err, syscall.ENXIO):
-			return nil, fmt.Errorf("open %s: %w (load rdma_ucm and create an RDMA device, e.g. `rdma link add rxe0 type rxe netdev eth0`, or run in the lab: go run ./cmd/rdmalab): %w", path, err, ErrNoDevice)
+			return nil, fmt.Errorf("open %s: %w (the rdma_cm device needs an RDMA device and the rdma_ucm module: `modprobe rdma_rxe rdma_ucm`, then `rdma link add rxe0 type rxe netdev eth0`): %w", path, err, ErrNoDevice)
 		case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 			return nil, fmt.Errorf("open %s: %w (it needs read-write access: check its permissions or the rdma group)", path, err)
 		}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 )
 
@@ -116,7 +115,7 @@ func TestLabListenBacklogBounded(t *testing.T) {
 				break
 			}
 			id.Close()
-			if ev.Type != abi.RDMA_CM_EVENT_REJECTED || RejectReason(ev.Status) != RejInvalidServiceID {
+			if ev.Type != EventRejected || RejectReason(ev.Status) != RejInvalidServiceID {
 				return fmt.Errorf("first request: %v (status %d)", ev.Type, ev.Status)
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -145,10 +144,10 @@ func TestLabListenBacklogBounded(t *testing.T) {
 			if a.err != nil {
 				return fmt.Errorf("%d of %d requests answered (%d for the backlog): %w", i, n, full, a.err)
 			}
-			if a.ev.Type != abi.RDMA_CM_EVENT_REJECTED {
+			if a.ev.Type != EventRejected {
 				return fmt.Errorf("request answered with %v, want REJECTED", a.ev.Type)
 			}
-			if bytes.HasPrefix(a.ev.Param.PrivateData, BacklogFullData) {
+			if bytes.HasPrefix(a.ev.Param.PrivateData, []byte(BacklogFullData)) {
 				full++
 				if full == n-backlog && !e.TwoNodes {
 					close(overflowed)

@@ -46,13 +46,13 @@ func TestLabJoinMulticast(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("MULTICAST_JOIN: qpn %#x qkey %#x dgid %v", ev.UD.QPNum, ev.UD.QKey, uverbs.GID(ev.UD.AHAttr.GRH.DGID))
-	ah := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
+	ah := ev.UD.AHAttr
 	if ev.UD.QPNum != 0xffffff || ah.GRH.DGID != uverbs.GIDFromAddr(group) || !ah.IsGlobal {
 		t.Fatalf("MULTICAST_JOIN parameters: qpn %#x, AH %+v", ev.UD.QPNum, ah)
 	}
 
 	// Two UD QPs on the device: b attached to the group, a sending to it.
-	dev, err := uverbs.OpenByIP(e.addr)
+	dev, err := openByIP(e.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +120,13 @@ func TestLabJoinMulticast(t *testing.T) {
 	if err := mc.Leave(); err != nil {
 		t.Errorf("second Leave: %v", err)
 	}
+}
+
+// openByIP opens the RDMA device on the interface that holds addr.
+func openByIP(addr netip.Addr) (*uverbs.Context, error) {
+	d, err := uverbs.LookupDevice(uverbs.DeviceQuery{IP: addr})
+	if err != nil {
+		return nil, err
+	}
+	return uverbs.Open(d.Name)
 }

@@ -68,11 +68,11 @@ func TestLabQueryAndOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := uverbs.GIDFromAddr(e.addr); g.Src.GID() != want || g.Dst.GID() != want {
-		t.Errorf("query gid: src %x dst %x, want %v", g.Src.GID(), g.Dst.GID(), want)
+	if want := uverbs.GIDFromAddr(e.addr); g.Src.GID != want || g.Dst.GID != want {
+		t.Errorf("query gid: src %x dst %x, want %v", g.Src.GID, g.Dst.GID, want)
 	}
-	if g.Dst.SID()&0xffff != port {
-		t.Errorf("destination service id %#x does not end in port %d", g.Dst.SID(), port)
+	if g.Dst.ServiceID&0xffff != port {
+		t.Errorf("destination service id %#x does not end in port %d", g.Dst.ServiceID, port)
 	}
 	paths, err := c.ID().QueryPath()
 	if err != nil {
@@ -80,6 +80,8 @@ func TestLabQueryAndOptions(t *testing.T) {
 	}
 	if len(paths) != 1 {
 		t.Errorf("%d path records, want 1 (RoCE)", len(paths))
+	} else if paths[0].DGID != uverbs.GIDFromAddr(e.addr) || paths[0].MTU == 0 {
+		t.Errorf("query path: %+v, want DGID %v and an MTU", paths[0], uverbs.GIDFromAddr(e.addr))
 	}
 	rt, err := c.ID().QueryRoute()
 	if err != nil {

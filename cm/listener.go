@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"sync"
 
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/uverbs"
 )
 
@@ -258,10 +257,10 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 	if err := r.ID.Accept(p); err != nil {
 		return nil, err
 	}
-	if _, err := r.ID.await(ctx, "accept", c.remote.String(), abi.RDMA_CM_EVENT_ESTABLISHED); err != nil {
+	if _, err := r.ID.await(ctx, "accept", c.remote.String(), EventEstablished); err != nil {
 		return nil, err
 	}
-	o.logf("rdma_cm: event %v: connection from %v", abi.RDMA_CM_EVENT_ESTABLISHED, c.remote)
+	o.logf("rdma_cm: event %v: connection from %v", EventEstablished, c.remote)
 	c.established()
 	return c, nil
 }

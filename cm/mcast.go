@@ -17,10 +17,10 @@ type JoinFlags uint16
 // Join types.
 const (
 	// JoinFullMember receives and sends (rdma_join_multicast).
-	JoinFullMember JoinFlags = abi.RDMA_MC_JOIN_FLAG_FULLMEMBER
+	JoinFullMember JoinFlags = 0x0 // RDMA_MC_JOIN_FLAG_FULLMEMBER
 	// JoinSendOnlyFullMember only sends: no IGMP join, and the group's
 	// traffic is not delivered (mckey -o).
-	JoinSendOnlyFullMember JoinFlags = abi.RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+	JoinSendOnlyFullMember JoinFlags = 0x1 // RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
 )
 
 // Multicast is a group joined by JoinMulticast.
@@ -67,7 +67,7 @@ func (id *ID) JoinMulticast(group netip.Addr, flags JoinFlags) (*Multicast, erro
 // AwaitJoin waits for the MULTICAST_JOIN event of a join (an *EventError
 // for MULTICAST_ERROR).
 func (m *Multicast) AwaitJoin(ctx context.Context) (Event, error) {
-	return m.id.await(ctx, "join multicast", m.group.String(), abi.RDMA_CM_EVENT_MULTICAST_JOIN)
+	return m.id.await(ctx, "join multicast", m.group.String(), EventMulticastJoin)
 }
 
 // Leave is rdma_leave_multicast (LEAVE_MCAST). Detach the QP first. It is

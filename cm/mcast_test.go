@@ -52,7 +52,7 @@ func TestJoinMulticastRouting(t *testing.T) {
 	// for a's context.
 	f.mu.Lock()
 	e := fakeEvent{owner: a.kid}
-	e.resp.UID, e.resp.ID, e.resp.Event = joinUID, mc.kid, uint32(abi.RDMA_CM_EVENT_MULTICAST_JOIN)
+	e.resp.UID, e.resp.ID, e.resp.Event = joinUID, mc.kid, uint32(EventMulticastJoin)
 	e.resp.SetUDParam(&abi.UCMUDParam{QPNum: 0xffffff, QKey: 0x01234567})
 	f.events = append(f.events, e)
 	f.gen++

@@ -26,6 +26,14 @@ type Options struct {
 	// whole process, opened on first use and closed when its last ID is).
 	Channel *Channel
 
+	// WaitForListener makes Dial and DialUD try again while nothing
+	// listens on the destination port (ErrNoListener), with a back-off
+	// from 10 ms to 1 s, until they connect, fail otherwise, or their
+	// context ends (then they return the last ErrNoListener error joined
+	// with the context's error). Without it the first ErrNoListener is
+	// returned.
+	WaitForListener bool
+
 	// Source is the local address a Dial resolves from (rdma_resolve_addr's
 	// src_addr); zero lets the routing table choose.
 	Source netip.AddrPort

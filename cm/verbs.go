@@ -24,9 +24,6 @@ type device struct {
 	dead bool
 	// external is a Context the caller owns (Options.PD's): never closed here.
 	external bool
-
-	portMu sync.Mutex
-	ports  map[uint8]uverbs.PortAttr
 }
 
 var (
@@ -60,7 +57,7 @@ func acquireDevice(info AddrInfo) (*device, error) {
 		ctx.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	d := &device{name: name, ctx: ctx, attr: attr, refs: 1, ports: map[uint8]uverbs.PortAttr{}}
+	d := &device{name: name, ctx: ctx, attr: attr, refs: 1}
 	devices[name] = d
 	return d, nil
 }
@@ -79,7 +76,7 @@ func callerDevice(info AddrInfo, ctx *uverbs.Context) (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &device{name: name, ctx: ctx, attr: attr, external: true, ports: map[uint8]uverbs.PortAttr{}}, nil
+	return &device{name: name, ctx: ctx, attr: attr, external: true}, nil
 }
 
 // release drops one reference; the last closes the Context and everything
@@ -114,20 +111,6 @@ func (d *device) markDead() {
 	devicesMu.Unlock()
 }
 
-func (d *device) port(n uint8) (uverbs.PortAttr, error) {
-	d.portMu.Lock()
-	defer d.portMu.Unlock()
-	if p, ok := d.ports[n]; ok {
-		return p, nil
-	}
-	p, err := d.ctx.QueryPort(int(n))
-	if err != nil {
-		return p, err
-	}
-	d.ports[n] = p
-	return p, nil
-}
-
 func deviceName(info AddrInfo) (string, error) {
 	if nl, err := rdmanl.Dial(); err == nil {
 		devs, err := nl.Devices()
@@ -141,7 +124,7 @@ func deviceName(info AddrInfo) (string, error) {
 		}
 	}
 	// No RDMA netlink: match the node GUID against sysfs.
-	d, err := uverbs.DeviceByNodeGUID(info.NodeGUID)
+	d, err := uverbs.LookupDevice(uverbs.DeviceQuery{NodeGUID: info.NodeGUID})
 	if err != nil {
 		return "", fmt.Errorf("device index %d: %w (%w)", info.DevIndex, err, ErrNoDevice)
 	}
@@ -170,7 +153,7 @@ func qpAttrFromABI(a *abi.QPAttr) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
 		State: uverbs.QPState(a.QPState), CurState: uverbs.QPState(a.CurQPState), PathMTU: uverbs.MTU(a.PathMTU),
 		QKey: a.Qkey, RQPSN: a.RqPSN, SQPSN: a.SqPSN, DestQPN: a.DestQPNum,
 		AccessFlags: uverbs.AccessFlags(a.QPAccessFlags), PKeyIndex: a.PkeyIndex, Port: a.PortNum,
-		AH:          uverbs.AHAttrFromABI(&a.AHAttr),
+		AH:          ahAttrFromABI(&a.AHAttr),
 		MaxRdAtomic: a.MaxRdAtomic, MaxDestRdAtomic: a.MaxDestRdAtomic, MinRNRTimer: a.MinRnrTimer,
 		Timeout: a.Timeout, RetryCnt: a.RetryCnt, RNRRetry: a.RnrRetry,
 	}
@@ -192,4 +175,15 @@ func maskString(m uverbs.QPAttrMask) string {
 		s = append(s, fmt.Sprintf("%#x", uint32(m>>len(names)<<len(names))))
 	}
 	return strings.Join(s, "|")
+}
+
+// ahAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// rdma_cm's INIT_QP_ATTR and UD events report — into a uverbs.AHAttr
+// (ibv_copy_ah_attr_from_kern).
+func ahAttrFromABI(a *abi.AHAttr) uverbs.AHAttr {
+	return uverbs.AHAttr{
+		GRH: uverbs.GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
+			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.IsGlobal != 0, Port: a.PortNum,
+	}
 }

@@ -120,7 +120,7 @@ func TestResolveAddrPort(t *testing.T) {
 
 func TestEventDecodeUsesThePortSpacesUnion(t *testing.T) {
 	var r abi.UCMEventResp
-	r.Event = uint32(abi.RDMA_CM_EVENT_ESTABLISHED)
+	r.Event = uint32(EventEstablished)
 	u := abi.UCMUDParam{QPNum: 0x99, QKey: UDPQKey}
 	u.AHAttr.GRH.HopLimit = 64
 	u.SetData([]byte("sidr"))

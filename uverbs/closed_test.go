@@ -115,7 +115,7 @@ func (o *fakeObjects) closedCalls(t *testing.T, c *Context, udOpen bool) []close
 			_, err := o.pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: openCQ, RecvCQ: openCQ, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
 			return err
 		}},
-		{"PD.CreateSRQ", func() error { _, err := o.pd.CreateSRQ(4, 1, 0); return err }},
+		{"PD.CreateSRQ", func() error { _, err := o.pd.CreateSRQ(SRQOptions{MaxWR: 4, MaxSGE: 1}); return err }},
 		{"PD.CreateAH", func() error { _, err := o.pd.CreateAH(AHAttr{IsGlobal: true}); return err }},
 		{"CreateQP on a closed CQ", func() error {
 			_, err := openPD.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: openCQ, RecvCQ: o.cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1}})

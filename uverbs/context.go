@@ -5,7 +5,6 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,8 +20,8 @@ import (
 )
 
 // Context is an open RDMA device (struct ibv_context): the uverbs file
-// descriptor and everything created through it. Open one with Open, OpenDevice,
-// OpenByNetdev or OpenByIP; the caller must Close it.
+// descriptor and everything created through it. Open one with Open (LookupDevice finds
+// a device's name); the caller must Close it.
 //
 // Closing a Context closes what is still open in dependency order — QPs, SRQs,
 // AHs, CQs, MRs, PDs, completion channels — and then the device. Objects may
@@ -132,39 +131,24 @@ func (r *resources) release() {
 	}
 }
 
-// Open opens the device called name ("rxe0"; "" picks the first device). See
-// OpenDevice.
+// Open is ibv_open_device on the device called name ("rxe0", or its uverbs
+// node "uverbs0"; "" means the only device, and fails naming them when there
+// are several): it opens the device's uverbs character device, checks the
+// kernel's uverbs ABI (version 6, Linux 2.6.37+) and the driver's, and
+// allocates the user context (GET_CONTEXT, through the ioctl interface of
+// Linux 4.20+ with a fallback to write()). LookupDevice finds a device's
+// name from its netdev, address or node GUID. The caller must Close the
+// Context, after every object created from it.
 func Open(name string) (*Context, error) {
-	d, err := DeviceByName(name)
+	d, err := LookupDevice(DeviceQuery{Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("open rdma device: %w", err)
 	}
-	return OpenDevice(d)
+	return openDevice(d)
 }
 
-// OpenByNetdev opens the RDMA device on network interface ifname.
-func OpenByNetdev(ifname string) (*Context, error) {
-	d, err := DeviceByNetdev(ifname)
-	if err != nil {
-		return nil, fmt.Errorf("open rdma device: %w", err)
-	}
-	return OpenDevice(d)
-}
-
-// OpenByIP opens the RDMA device on the interface that holds addr.
-func OpenByIP(addr netip.Addr) (*Context, error) {
-	d, err := DeviceByIP(addr)
-	if err != nil {
-		return nil, fmt.Errorf("open rdma device: %w", err)
-	}
-	return OpenDevice(d)
-}
-
-// OpenDevice is ibv_open_device: it opens d's uverbs character device, checks
-// the kernel's uverbs ABI (version 6, Linux 2.6.37+) and the driver's, and
-// allocates the user context (GET_CONTEXT, through the ioctl interface of Linux
-// 4.20+ with a fallback to write()). The caller must Close the Context.
-func OpenDevice(d Device) (*Context, error) {
+// openDevice opens d (see Open).
+func openDevice(d Device) (*Context, error) {
 	if v, err := sysRoot.ABIVersion(sysfs.ClassVerbs); err == nil && v != abi.IB_USER_VERBS_ABI_VERSION {
 		return nil, fmt.Errorf("open %s: kernel uverbs ABI version %d, rdmago speaks %d: %w", d.Name, v, abi.IB_USER_VERBS_ABI_VERSION, ErrNotSupported)
 	}

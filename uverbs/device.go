@@ -31,7 +31,7 @@ type Device struct {
 	// (rxe's) and each port's netdev, as RDMA netlink reports them; without
 	// netlink, every netdev its GID entries were made from (sysfs).
 	Netdevs []string
-	// DriverID is enum rdma_driver_id (abi.RDMA_DRIVER_RXE, ...), learnt over
+	// DriverID is enum rdma_driver_id (RDMA_DRIVER_RXE, ...), learnt over
 	// RDMA netlink; 0 when the kernel did not say.
 	DriverID uint32
 }
@@ -72,55 +72,127 @@ func Devices() ([]Device, error) {
 	return devs, nil
 }
 
-// DeviceByName returns the device called name ("rxe0"), or the first device
-// when name is "".
-func DeviceByName(name string) (Device, error) {
-	devs, err := Devices()
+// DeviceQuery selects a device for LookupDevice. Every field that is set
+// must match; the zero DeviceQuery matches every device.
+type DeviceQuery struct {
+	Name     string     // the RDMA device ("rxe0") or its uverbs node ("uverbs0")
+	Netdev   string     // a network interface the device sits on (for Soft-RoCE, the netdev given to `rdma link add`)
+	IP       netip.Addr // an address of the interface the device sits on
+	NodeGUID uint64     // host order, as DeviceAttr.NodeGUID and rdma_cm give it
+	// Index is the kernel's device index, which RDMA netlink
+	// (RDMA_NLDEV_ATTR_DEV_INDEX, Linux 4.16+) and rdma_cm report; 0 means
+	// any index, DeviceIndexZero the index 0.
+	Index int
+}
+
+// DeviceIndexZero is the DeviceQuery.Index that asks for the kernel's
+// device index 0 (a zero Index matches any device).
+const DeviceIndexZero = -1
+
+func (q DeviceQuery) String() string {
+	var s []string
+	if q.Name != "" {
+		s = append(s, fmt.Sprintf("name %q", q.Name))
+	}
+	if q.Netdev != "" {
+		s = append(s, fmt.Sprintf("netdev %q", q.Netdev))
+	}
+	if q.IP.IsValid() {
+		s = append(s, fmt.Sprintf("address %v", q.IP))
+	}
+	if q.NodeGUID != 0 {
+		s = append(s, "node GUID "+sysfs.GUID(q.NodeGUID).String())
+	}
+	if q.Index != 0 {
+		s = append(s, fmt.Sprintf("index %d", max(q.Index, 0)))
+	}
+	if len(s) == 0 {
+		return "any device"
+	}
+	return strings.Join(s, ", ")
+}
+
+// LookupDevice returns the RDMA device that matches q (Devices filtered by
+// q's fields). With more than one match it fails, naming them, unless q
+// names the device; with none it fails with ErrNoDevice and the devices
+// there are.
+func LookupDevice(q DeviceQuery) (Device, error) {
+	all, err := Devices()
 	if err != nil {
 		return Device{}, err
 	}
-	for _, d := range devs {
-		if name == "" || d.Name == name || d.Uverbs == name {
-			return d, nil
+	devs := all
+	if q.Name != "" {
+		devs = filterDevices(devs, func(d Device) bool { return d.Name == q.Name || d.Uverbs == q.Name })
+	}
+	if q.NodeGUID != 0 {
+		devs = filterDevices(devs, func(d Device) bool {
+			g, err := sysfs.ParseGUID(d.NodeGUID)
+			return err == nil && uint64(g) == q.NodeGUID
+		})
+	}
+	if q.Index != 0 && len(devs) > 0 {
+		name, err := deviceNameByIndex(max(q.Index, 0))
+		if err != nil {
+			return Device{}, fmt.Errorf("device with %v: %w", q, err)
 		}
+		devs = filterDevices(devs, func(d Device) bool { return d.Name == name })
 	}
-	if name == "" || len(devs) == 0 {
-		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, noDeviceHint)
+	netdev := q.Netdev
+	if q.IP.IsValid() && len(devs) > 0 {
+		ifname, err := interfaceWithAddr(q.IP)
+		if err != nil {
+			return Device{}, fmt.Errorf("device with %v: %w: %s", q, err, noDeviceHint)
+		}
+		if netdev != "" && netdev != ifname {
+			devs = nil
+		}
+		netdev = ifname
 	}
-	names := make([]string, len(devs))
-	for i, d := range devs {
+	if netdev != "" && len(devs) > 0 {
+		on := filterDevices(devs, func(d Device) bool { return slices.Contains(d.Netdevs, netdev) })
+		if len(on) == 0 {
+			// Not a port's own netdev: one whose addresses became GID
+			// entries (a VLAN or macvlan on top of it), which only the
+			// GID table names.
+			on = filterDevices(devs, func(d Device) bool { return slices.Contains(sysRoot.Netdevs(d.Name), netdev) })
+		}
+		devs = on
+	}
+	names := make([]string, len(all))
+	for i, d := range all {
 		names[i] = d.Name
 	}
-	return Device{}, fmt.Errorf("device %q not found (have %s): %w: %s", name, strings.Join(names, ", "), ErrNoDevice, noDeviceHint)
+	switch {
+	case len(all) == 0:
+		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, noDeviceHint)
+	case len(devs) == 0:
+		return Device{}, fmt.Errorf("no RDMA device with %v (have %s): %w: %s", q, strings.Join(names, ", "), ErrNoDevice, noDeviceHint)
+	case len(devs) > 1 && q.Name == "":
+		match := make([]string, len(devs))
+		for i, d := range devs {
+			match[i] = d.Name
+		}
+		return Device{}, fmt.Errorf("%d RDMA devices match %v (%s): name one", len(devs), q, strings.Join(match, ", "))
+	}
+	return devs[0], nil
 }
 
-// DeviceByNetdev returns the RDMA device bound to the network interface
-// ifname (for Soft-RoCE, the netdev given to `rdma link add`).
-func DeviceByNetdev(ifname string) (Device, error) {
-	devs, err := Devices()
-	if err != nil {
-		return Device{}, err
-	}
+func filterDevices(devs []Device, keep func(Device) bool) []Device {
+	var out []Device
 	for _, d := range devs {
-		if slices.Contains(d.Netdevs, ifname) {
-			return d, nil
+		if keep(d) {
+			out = append(out, d)
 		}
 	}
-	// Not a port's own netdev: one whose addresses became GID entries (a
-	// VLAN or macvlan on top of it), which only the GID table names.
-	for _, d := range devs {
-		if slices.Contains(sysRoot.Netdevs(d.Name), ifname) {
-			return d, nil
-		}
-	}
-	return Device{}, fmt.Errorf("no RDMA device on netdev %q: %w: %s", ifname, ErrNoDevice, noDeviceHint)
+	return out
 }
 
-// DeviceByIP returns the RDMA device bound to the interface that holds addr.
-func DeviceByIP(addr netip.Addr) (Device, error) {
+// interfaceWithAddr names the network interface that holds addr.
+func interfaceWithAddr(addr netip.Addr) (string, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return Device{}, fmt.Errorf("list interfaces: %w", err)
+		return "", fmt.Errorf("list interfaces: %w", err)
 	}
 	for _, ifc := range ifs {
 		addrs, err := ifc.Addrs()
@@ -130,12 +202,12 @@ func DeviceByIP(addr netip.Addr) (Device, error) {
 		for _, a := range addrs {
 			if p, ok := a.(*net.IPNet); ok {
 				if ip, ok := netip.AddrFromSlice(p.IP); ok && ip.Unmap() == addr.Unmap() {
-					return DeviceByNetdev(ifc.Name)
+					return ifc.Name, nil
 				}
 			}
 		}
 	}
-	return Device{}, fmt.Errorf("no interface has address %v: %w: %s", addr, ErrNoDevice, noDeviceHint)
+	return "", fmt.Errorf("no interface has address %v: %w", addr, ErrNoDevice)
 }
 
 // nlDevice is what RDMA netlink says of a device: the driver serving its
@@ -179,40 +251,22 @@ var netlinkInfo = func() map[string]nlDevice {
 	return out
 }
 
-// DeviceByIndex returns the device with the kernel's index idx — the index
-// RDMA netlink (RDMA_NLDEV_ATTR_DEV_INDEX) and rdma_cm (ib_dev_index) report.
-// It needs RDMA netlink (Linux 4.16+).
-func DeviceByIndex(idx uint32) (Device, error) {
+// deviceNameByIndex names the device with the kernel's index idx over RDMA
+// netlink (Linux 4.16+).
+func deviceNameByIndex(idx int) (string, error) {
 	nl, err := rdmanl.Dial()
 	if err != nil {
-		return Device{}, fmt.Errorf("device with index %d: %w", idx, err)
+		return "", err
 	}
 	defer nl.Close()
 	devs, err := nl.Devices()
 	if err != nil {
-		return Device{}, fmt.Errorf("device with index %d: %w", idx, err)
+		return "", err
 	}
 	for _, d := range devs {
-		if d.Index == idx {
-			return DeviceByName(d.Name)
+		if int64(d.Index) == int64(idx) {
+			return d.Name, nil
 		}
 	}
-	return Device{}, fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)
-}
-
-// DeviceByNodeGUID returns the device whose node GUID is guid (host order,
-// as DeviceAttr.NodeGUID and rdma_cm's node_guid after byte swapping give it).
-func DeviceByNodeGUID(guid uint64) (Device, error) {
-	devs, err := Devices()
-	if err != nil {
-		return Device{}, err
-	}
-	var names []string
-	for _, d := range devs {
-		names = append(names, d.Name)
-		if g, err := sysfs.ParseGUID(d.NodeGUID); err == nil && uint64(g) == guid {
-			return d, nil
-		}
-	}
-	return Device{}, fmt.Errorf("no RDMA device with node GUID %s (have %s): %w", sysfs.GUID(guid), strings.Join(names, ", "), ErrNoDevice)
+	return "", fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)
 }

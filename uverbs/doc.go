@@ -6,8 +6,8 @@
 //
 // # Objects
 //
-// Open a device (Open, OpenByNetdev, OpenByIP via DeviceByIP) to get a
-// Context, then allocate a PD, register memory (PD.RegMR, optionally on an
+// Open a device by name (Open; Devices lists them, LookupDevice finds one
+// by netdev, IP address or node GUID) to get a Context, then allocate a PD, register memory (PD.RegMR, optionally on an
 // AllocBuffer), create CQs (Context.CreateCQ, with a CompChannel to sleep on),
 // QPs (PD.CreateQP, RC or UD; SRQs with PD.CreateSRQ; AHs for UD with
 // PD.CreateAH), connect them (QP.ModifyToInit then QP.Connect, with the peer's

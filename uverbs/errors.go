@@ -46,7 +46,7 @@ func (e *PostError) Unwrap() error { return e.Err }
 
 // noDeviceHint says how to get an RDMA device; errors that wrap ErrNoDevice
 // because nothing is there add it.
-const noDeviceHint = "load rdma_rxe and create a Soft-RoCE device with `rdmainfo link add rxe0 type rxe netdev IF` (or `rdma link add ...`), or run inside the lab with `go run ./cmd/rdmalab`"
+const noDeviceHint = "load Soft-RoCE and create one on a network interface, e.g. `modprobe rdma_rxe` then `rdma link add rxe0 type rxe netdev eth0`"
 
 // memlockHint explains ENOMEM from MR registration: it almost always means
 // the pinned pages would exceed RLIMIT_MEMLOCK.

@@ -99,7 +99,7 @@ func fakeSysfs(t *testing.T, files map[string]string) {
 // TestDevicesNetdevsFromNetlink: with RDMA netlink answering, Devices
 // names a device's parent and ports' netdevs without reading its GID table
 // (rxe's has 1,024 entries: 0.15-0.4 s a call under the lab's emulation),
-// and DeviceByNetdev still finds a netdev only the GID table names (a VLAN
+// and LookupDevice by netdev still finds a netdev only the GID table names (a VLAN
 // on the port's). Without netlink the GID table is read as before.
 func TestDevicesNetdevsFromNetlink(t *testing.T) {
 	fakeSysfs(t, map[string]string{
@@ -125,11 +125,11 @@ func TestDevicesNetdevsFromNetlink(t *testing.T) {
 	if d := devs[0]; !slices.Equal(d.Netdevs, []string{"eth0"}) || d.DriverID != 7 {
 		t.Errorf("with netlink: Netdevs %q, DriverID %d; want [eth0] (no GID table read), 7", d.Netdevs, d.DriverID)
 	}
-	if d, err := DeviceByNetdev("eth0.5"); err != nil || d.Name != "rxe0" {
-		t.Errorf("DeviceByNetdev of a netdev only a GID entry names: %+v, %v", d, err)
+	if d, err := LookupDevice(DeviceQuery{Netdev: "eth0.5"}); err != nil || d.Name != "rxe0" {
+		t.Errorf("LookupDevice of a netdev only a GID entry names: %+v, %v", d, err)
 	}
-	if _, err := DeviceByNetdev("eth1"); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("DeviceByNetdev(eth1): %v", err)
+	if _, err := LookupDevice(DeviceQuery{Netdev: "eth1"}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("LookupDevice(Netdev eth1): %v", err)
 	}
 	netlinkInfo = func() map[string]nlDevice { return map[string]nlDevice{} }
 	devs, err = Devices()
@@ -164,17 +164,29 @@ func TestDevicesFromSysfs(t *testing.T) {
 		devs[1].Path != filepath.Join(sysRoot.Root, "dev/infiniband/uverbs0") || len(devs[1].Netdevs) != 1 || devs[1].Netdevs[0] != "eth0" {
 		t.Fatalf("devices %+v", devs)
 	}
-	if d, err := DeviceByNetdev("eth0"); err != nil || d.Name != "rxe0" {
-		t.Errorf("DeviceByNetdev: %+v %v", d, err)
+	if d, err := LookupDevice(DeviceQuery{Netdev: "eth0"}); err != nil || d.Name != "rxe0" {
+		t.Errorf("LookupDevice(Netdev eth0): %+v %v", d, err)
 	}
-	if _, err := DeviceByName("rxe9"); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
-		t.Errorf("DeviceByName(rxe9): %v", err)
+	if _, err := LookupDevice(DeviceQuery{Name: "rxe9"}); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
+		t.Errorf("LookupDevice(Name rxe9): %v", err)
 	}
-	if d, err := DeviceByNodeGUID(0x505400fffe770001); err != nil || d.Name != "rxe0" {
-		t.Errorf("DeviceByNodeGUID: %+v %v", d, err)
+	if d, err := LookupDevice(DeviceQuery{NodeGUID: 0x505400fffe770001}); err != nil || d.Name != "rxe0" {
+		t.Errorf("LookupDevice(NodeGUID): %+v %v", d, err)
 	}
-	if _, err := DeviceByNodeGUID(0x505400fffe770002); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "5054:00ff:fe77:0002") {
-		t.Errorf("DeviceByNodeGUID of a missing GUID: %v", err)
+	if _, err := LookupDevice(DeviceQuery{NodeGUID: 0x505400fffe770002}); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "5054:00ff:fe77:0002") {
+		t.Errorf("LookupDevice of a missing GUID: %v", err)
+	}
+	if d, err := LookupDevice(DeviceQuery{Name: "uverbs0", Netdev: "eth0", NodeGUID: 0x505400fffe770001}); err != nil || d.Name != "rxe0" {
+		t.Errorf("LookupDevice by uverbs name, netdev and GUID: %+v %v", d, err)
+	}
+	if _, err := LookupDevice(DeviceQuery{Name: "rxe0", Netdev: "eth1"}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("LookupDevice(rxe0 on eth1): %v", err)
+	}
+	if _, err := LookupDevice(DeviceQuery{}); err == nil || !strings.Contains(err.Error(), "2 RDMA devices match any device (mlx5_0, rxe0)") {
+		t.Errorf("LookupDevice of any of two devices: %v", err)
+	}
+	if _, err := Open(""); err == nil || !strings.Contains(err.Error(), "mlx5_0, rxe0") {
+		t.Errorf(`Open("") with two devices: %v`, err)
 	}
 	if p, err := providerFor(devs[1]); err != nil || p != providerRXE {
 		t.Errorf("rxe0 provider: %v %v", p, err)
@@ -182,11 +194,11 @@ func TestDevicesFromSysfs(t *testing.T) {
 	if _, err := providerFor(devs[0]); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("mlx5 provider: %v", err)
 	}
-	if _, err := OpenDevice(devs[0]); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("OpenDevice(mlx5_0): %v", err)
+	if _, err := openDevice(devs[0]); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("openDevice(mlx5_0): %v", err)
 	}
-	if _, err := OpenDevice(devs[1]); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("OpenDevice without a device node: %v", err)
+	if _, err := openDevice(devs[1]); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("openDevice without a device node: %v", err)
 	}
 	ents, err := gidTableSysfs("rxe0", 1, 4)
 	if err != nil {
@@ -207,9 +219,14 @@ func TestNoDevice(t *testing.T) {
 	if !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("Open: %v", err)
 	}
-	for _, hint := range []string{"go run ./cmd/rdmalab", "rdmainfo link add rxe0 type rxe netdev"} {
+	for _, hint := range []string{"modprobe rdma_rxe", "rdma link add rxe0 type rxe netdev"} {
 		if !strings.Contains(err.Error(), hint) {
 			t.Errorf("no-device error %q does not say %q", err, hint)
+		}
+	}
+	for _, own := range []string{"rdmalab", "rdmainfo"} {
+		if strings.Contains(err.Error(), own) {
+			t.Errorf("no-device error %q names this repository's command %s", err, own)
 		}
 	}
 }

@@ -38,8 +38,7 @@ func wantClosed(t *testing.T, calls []closedCall) {
 // arguments that would visibly change any QP they reached: access flags,
 // the path to peer, and the state.
 func qpCalls(t *testing.T, qp *QP, peer Dest, sgid uint8, sge SGE) []closedCall {
-	opts := DefaultConnectOpts()
-	opts.SGIDIndex = sgid
+	opts := ConnectOptions{SGIDIndex: int(sgid)}
 	return []closedCall{
 		{"QP.Query", func() error { _, err := qp.Query(); return err }},
 		{"QP.ModifyToInit", func() error { return qp.ModifyToInit(1, AccessLocalWrite|AccessRemoteWrite|AccessRemoteAtomic, 0) }},
@@ -227,7 +226,7 @@ func TestLabClosedHandleReuse(t *testing.T) {
 				_, err := pd1.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: rcCap})
 				return err
 			}},
-			{"PD.CreateSRQ", func() error { _, err := pd1.CreateSRQ(4, 1, 0); return err }},
+			{"PD.CreateSRQ", func() error { _, err := pd1.CreateSRQ(SRQOptions{MaxWR: 4, MaxSGE: 1}); return err }},
 			{"PD.CreateAH", func() error {
 				_, err := pd1.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: gid.GID, SGIDIndex: uint8(gid.Index), HopLimit: 1}})
 				return err
@@ -255,18 +254,18 @@ func TestLabClosedHandleReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srq1, err := pd.CreateSRQ(16, 1, 0)
+		srq1, err := pd.CreateSRQ(SRQOptions{MaxWR: 16, MaxSGE: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pd.CreateSRQ(16, 1, 0); err != nil {
+		if _, err := pd.CreateSRQ(SRQOptions{MaxWR: 16, MaxSGE: 1}); err != nil {
 			t.Fatal(err)
 		}
 		closed := srq1.handle
 		if err := srq1.Close(); err != nil {
 			t.Fatal(err)
 		}
-		srq3, err := pd.CreateSRQ(32, 2, 0)
+		srq3, err := pd.CreateSRQ(SRQOptions{MaxWR: 32, MaxSGE: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,7 +408,7 @@ func TestLabContextCloseHandleReuse(t *testing.T) {
 		o.qp, err = o.pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: o.cq, RecvCQ: o.cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}})
 		must(err)
 		must(o.qp.ModifyToInit(1, AccessLocalWrite, 0))
-		o.srq, err = o.pd.CreateSRQ(8, 1, 0)
+		o.srq, err = o.pd.CreateSRQ(SRQOptions{MaxWR: 8, MaxSGE: 1})
 		must(err)
 		o.ah, err = o.pd.CreateAH(AHAttr{IsGlobal: true, Port: 1, GRH: GlobalRoute{DGID: g.GID, SGIDIndex: uint8(g.Index), HopLimit: 1}})
 		must(err)
@@ -440,7 +439,7 @@ func TestLabContextCloseHandleReuse(t *testing.T) {
 			_, err := old.pd.CreateQP(QPInitAttr{Type: QPTypeRC, SendCQ: old.cq, RecvCQ: old.cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1}})
 			return err
 		}},
-		{"PD.CreateSRQ", func() error { _, err := old.pd.CreateSRQ(4, 1, 0); return err }},
+		{"PD.CreateSRQ", func() error { _, err := old.pd.CreateSRQ(SRQOptions{MaxWR: 4, MaxSGE: 1}); return err }},
 		{"PD.CreateAH", func() error { _, err := old.pd.CreateAH(old.ah.Attr()); return err }},
 		{"CompChannel.Wait", func() error { _, err := old.ch.Wait(labtest.Context(t, 5*time.Second)); return err }},
 		{"Context.AllocPD", func() error { _, err := c.AllocPD(); return err }},

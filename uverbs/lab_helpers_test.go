@@ -120,10 +120,8 @@ func (ep *endpoint) dest(psn uint32) Dest {
 	return Dest{QPN: ep.qp.Num(), PSN: psn, GID: ep.gid.GID}
 }
 
-func (ep *endpoint) connectOpts() *ConnectOpts {
-	o := DefaultConnectOpts()
-	o.SGIDIndex = uint8(ep.gid.Index)
-	return &o
+func (ep *endpoint) connectOpts() *ConnectOptions {
+	return &ConnectOptions{SGIDIndex: ep.gid.Index}
 }
 
 // rcPair makes two connected RC endpoints on one device (rxe loops packets to

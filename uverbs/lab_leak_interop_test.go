@@ -88,7 +88,7 @@ func TestLabLeak(t *testing.T) {
 		if mid := readProcCounts(t); mid.vmPinKB < 1024 || mid.uverbsMaps == 0 {
 			t.Fatalf("with MRs and a CQ: %+v: the counters would not see a leak", mid)
 		}
-		srq, err := pd.CreateSRQ(16, 1, 0)
+		srq, err := pd.CreateSRQ(SRQOptions{MaxWR: 16, MaxSGE: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

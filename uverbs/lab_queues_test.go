@@ -85,7 +85,7 @@ func TestLabSRQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srq, err := pd.CreateSRQ(32, 2, 0)
+	srq, err := pd.CreateSRQ(SRQOptions{MaxWR: 32, MaxSGE: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestLabErrorCompletions(t *testing.T) {
 		a := newEndpoint(t, c, pd, e, epOpts{})
 		b := newEndpoint(t, c, pd, e, epOpts{})
 		oa := a.connectOpts()
-		oa.RNRRetry = 0
+		oa.RNRRetry = NoRetry
 		if err := a.qp.Connect(b.dest(5), 6, oa); err != nil {
 			t.Fatal(err)
 		}

@@ -80,11 +80,11 @@ func TestLabDeviceQuery(t *testing.T) {
 	if g.Type != GIDTypeRoCEv2 || g.GID.Addr() != e.addr {
 		t.Errorf("GIDForIP(%v) = %+v", e.addr, g)
 	}
-	if d2, err := DeviceByIP(e.addr); err != nil || d2.Name != e.Dev {
-		t.Errorf("DeviceByIP(%v) = %+v, %v", e.addr, d2, err)
+	if d2, err := LookupDevice(DeviceQuery{IP: e.addr}); err != nil || d2.Name != e.Dev {
+		t.Errorf("LookupDevice(IP %v) = %+v, %v", e.addr, d2, err)
 	}
-	if d2, err := DeviceByNodeGUID(a.NodeGUID); err != nil || d2.Name != e.Dev {
-		t.Errorf("DeviceByNodeGUID(%#x) = %+v, %v", a.NodeGUID, d2, err)
+	if d2, err := LookupDevice(DeviceQuery{NodeGUID: a.NodeGUID}); err != nil || d2.Name != e.Dev {
+		t.Errorf("LookupDevice(NodeGUID %#x) = %+v, %v", a.NodeGUID, d2, err)
 	}
 	nl, err := rdmanl.Dial()
 	if err != nil {
@@ -96,12 +96,12 @@ func TestLabDeviceQuery(t *testing.T) {
 		t.Fatalf("rdma netlink devices: %+v %v", nlDevs, err)
 	}
 	for _, n := range nlDevs {
-		if d2, err := DeviceByIndex(n.Index); err != nil || d2.Name != n.Name {
-			t.Errorf("DeviceByIndex(%d) = %+v, %v; want %s", n.Index, d2, err, n.Name)
+		if d2, err := LookupDevice(DeviceQuery{Index: deviceIndex(n.Index)}); err != nil || d2.Name != n.Name {
+			t.Errorf("LookupDevice(Index %d) = %+v, %v; want %s", n.Index, d2, err, n.Name)
 		}
 	}
-	if _, err := DeviceByIndex(1 << 30); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("DeviceByIndex of a missing index: %v", err)
+	if _, err := LookupDevice(DeviceQuery{Index: 1 << 30}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("LookupDevice of a missing index: %v", err)
 	}
 	if _, err := Open("nosuchdev0"); !errors.Is(err, ErrNoDevice) {
 		t.Errorf("Open(nosuchdev0): %v", err)
@@ -252,4 +252,12 @@ func TestLabAtomics(t *testing.T) {
 	if now := ne.Uint64(b.buf[64:]); now != 5 {
 		t.Errorf("after the misaligned fetch-add the aligned target holds %d, want 5", now)
 	}
+}
+
+// deviceIndex is the DeviceQuery.Index for the kernel's index idx.
+func deviceIndex(idx uint32) int {
+	if idx == 0 {
+		return DeviceIndexZero
+	}
+	return int(idx)
 }

@@ -52,7 +52,7 @@ type SendWR struct {
 	Swap       uint64
 
 	// FLUSH: the byte range and IBA placement type/selectivity level
-	// (abi.IB_FLUSH_GLOBAL|IB_FLUSH_PERSISTENT, abi.IB_FLUSH_RANGE/IB_FLUSH_MR).
+	// (IB_FLUSH_GLOBAL|IB_FLUSH_PERSISTENT, IB_FLUSH_RANGE/IB_FLUSH_MR).
 	FlushLength uint32
 	FlushType   uint8
 	FlushLevel  uint8

@@ -310,10 +310,10 @@ func (a *AHAttr) dest() abi.QPDest {
 	return d
 }
 
-// AHAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
+// ahAttrFromABI converts the kernel's struct ib_uverbs_ah_attr — what
 // rdma_cm's INIT_QP_ATTR and UD events report — into an AHAttr
 // (ibv_copy_ah_attr_from_kern).
-func AHAttrFromABI(a *abi.AHAttr) AHAttr {
+func ahAttrFromABI(a *abi.AHAttr) AHAttr {
 	return AHAttr{
 		GRH: GlobalRoute{DGID: a.GRH.DGID, FlowLabel: a.GRH.FlowLabel, SGIDIndex: a.GRH.SGIDIndex,
 			HopLimit: a.GRH.HopLimit, TrafficClass: a.GRH.TrafficClass},
@@ -425,8 +425,11 @@ func (qp *QP) Query() (QPAttr, error) {
 
 // ModifyToInit moves a QP from RESET to INIT on port (from 1). access says
 // what peers may do to this QP's memory (RC, UC); qkey is UD's queue key.
-func (qp *QP) ModifyToInit(port uint8, access AccessFlags, qkey uint32) error {
-	attr := QPAttr{State: QPSInit, Port: port, AccessFlags: access, QKey: qkey}
+func (qp *QP) ModifyToInit(port int, access AccessFlags, qkey uint32) error {
+	if port < 1 || port > 255 {
+		return fmt.Errorf("uverbs: modify qp to init: port %d: want 1-255", port)
+	}
+	attr := QPAttr{State: QPSInit, Port: uint8(port), AccessFlags: access, QKey: qkey}
 	mask := QPAttrState | QPAttrPKeyIndex | QPAttrPort
 	if qp.typ == QPTypeUD {
 		mask |= QPAttrQKey
@@ -445,37 +448,97 @@ type Dest struct {
 	GID GID
 }
 
-// ConnectOpts are the path and reliability settings of Connect. Start from
-// DefaultConnectOpts: every zero value is meaningful here (RNRRetry 0 means
-// "never retry on RNR").
-type ConnectOpts struct {
-	Port            uint8
-	SGIDIndex       uint8 // local GID to send from (GIDForIP)
-	HopLimit        uint8
-	TrafficClass    uint8
-	SL              uint8
-	MTU             MTU
-	MinRNRTimer     uint8 // IBA encoding; 12 is 0.64 ms
-	MaxDestRdAtomic uint8 // RDMA READ/atomics the peer may have in flight to us
-	Timeout         uint8 // 4.096 µs × 2^Timeout; 14 is about 67 ms
-	RetryCnt        uint8
-	RNRRetry        uint8 // 7 means infinite
-	MaxRdAtomic     uint8 // RDMA READ/atomics we may have in flight
+// ConnectOptions are the path and reliability settings of Connect. Every
+// zero field means the default (ibv_rc_pingpong's settings with a 64-hop
+// limit); the named constants ask for what a zero would mean in the
+// IBA encoding.
+type ConnectOptions struct {
+	Port            int   // the local port (from 1); 0 means 1
+	SGIDIndex       int   // the local GID to send from (GIDForIP); 0 is index 0
+	HopLimit        uint8 // 0 means 64
+	TrafficClass    uint8 // 0 is traffic class 0
+	SL              uint8 // 0 is service level 0
+	MTU             MTU   // 0 means MTU1024
+	MinRNRTimer     int   // IBA encoding; 0 means 12 (0.64 ms), RNRTimer655ms is the encoding 0
+	MaxDestRdAtomic int   // RDMA READ/atomics the peer may have in flight to us; 0 means 1, NoRdAtomic none
+	Timeout         int   // 4.096 µs × 2^Timeout; 0 means 14 (about 67 ms), TimeoutInfinite is the encoding 0
+	RetryCnt        int   // 0 means 7, NoRetry none
+	RNRRetry        int   // 0 means 7 (infinite), NoRetry none
+	MaxRdAtomic     int   // RDMA READ/atomics we may have in flight; 0 means 1, NoRdAtomic none
 }
 
-// DefaultConnectOpts are ibv_rc_pingpong's settings with a 64-hop limit.
-func DefaultConnectOpts() ConnectOpts {
-	return ConnectOpts{Port: 1, HopLimit: 64, MTU: MTU1024, MinRNRTimer: 12, MaxDestRdAtomic: 1,
-		Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}
+// Values of ConnectOptions fields whose IBA encoding is 0, which a zero
+// field cannot say (it means the default).
+const (
+	NoRetry         = -1 // RetryCnt, RNRRetry: never retry (IBA 0)
+	NoRdAtomic      = -1 // MaxRdAtomic, MaxDestRdAtomic: no RDMA READ or atomics in flight
+	TimeoutInfinite = -1 // Timeout: the IBA's 0, wait forever for an ACK
+	RNRTimer655ms   = -1 // MinRNRTimer: the IBA's 0, 655.36 ms
+)
+
+// connectValues is ConnectOptions with the defaults filled in and the
+// sentinels turned into the IBA's values.
+type connectValues struct {
+	port, sgidIndex, hopLimit, trafficClass, sl uint8
+	mtu                                         MTU
+	minRNRTimer, maxDestRdAtomic, timeout       uint8
+	retryCnt, rnrRetry, maxRdAtomic             uint8
+}
+
+func (o *ConnectOptions) values() (connectValues, error) {
+	var c ConnectOptions
+	if o != nil {
+		c = *o
+	}
+	v := connectValues{hopLimit: c.HopLimit, trafficClass: c.TrafficClass, sl: c.SL, mtu: c.MTU}
+	if v.hopLimit == 0 {
+		v.hopLimit = 64
+	}
+	if v.mtu == 0 {
+		v.mtu = MTU1024
+	}
+	field := func(name string, n, def, max int) (uint8, error) {
+		switch {
+		case n == 0:
+			return uint8(def), nil
+		case n == -1:
+			return 0, nil
+		case n < -1 || n > max:
+			return 0, fmt.Errorf("uverbs: ConnectOptions.%s %d: want 0-%d (or -1 for the IBA's 0)", name, n, max)
+		}
+		return uint8(n), nil
+	}
+	var err error
+	if c.Port < 0 || c.Port > 255 || c.SGIDIndex < 0 || c.SGIDIndex > 255 {
+		return v, fmt.Errorf("uverbs: ConnectOptions.Port %d or SGIDIndex %d out of range", c.Port, c.SGIDIndex)
+	}
+	v.port, v.sgidIndex = uint8(max(c.Port, 1)), uint8(c.SGIDIndex)
+	for _, f := range []struct {
+		name        string
+		n, def, max int
+		dst         *uint8
+	}{
+		{"MinRNRTimer", c.MinRNRTimer, 12, 31, &v.minRNRTimer},
+		{"MaxDestRdAtomic", c.MaxDestRdAtomic, 1, 255, &v.maxDestRdAtomic},
+		{"Timeout", c.Timeout, 14, 31, &v.timeout},
+		{"RetryCnt", c.RetryCnt, 7, 7, &v.retryCnt},
+		{"RNRRetry", c.RNRRetry, 7, 7, &v.rnrRetry},
+		{"MaxRdAtomic", c.MaxRdAtomic, 1, 255, &v.maxRdAtomic},
+	} {
+		if *f.dst, err = field(f.name, f.n, f.def, f.max); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
 }
 
 // Connect moves an INIT QP to RTR and then RTS towards remote, sending from
 // sqPSN: for RC and UC the full path (ibv_rc_pingpong's pp_connect_ctx), for
-// UD only the states and the send PSN. opts nil means DefaultConnectOpts.
-func (qp *QP) Connect(remote Dest, sqPSN uint32, opts *ConnectOpts) error {
-	o := DefaultConnectOpts()
-	if opts != nil {
-		o = *opts
+// UD only the states and the send PSN. opts nil means every default.
+func (qp *QP) Connect(remote Dest, sqPSN uint32, opts *ConnectOptions) error {
+	o, err := opts.values()
+	if err != nil {
+		return err
 	}
 	if qp.typ == QPTypeUD {
 		if err := qp.Modify(&QPAttr{State: QPSRTR}, QPAttrState); err != nil {
@@ -484,13 +547,13 @@ func (qp *QP) Connect(remote Dest, sqPSN uint32, opts *ConnectOpts) error {
 		return qp.Modify(&QPAttr{State: QPSRTS, SQPSN: sqPSN & 0xffffff}, QPAttrState|QPAttrSQPSN)
 	}
 	rtr := QPAttr{
-		State: QPSRTR, PathMTU: o.MTU, DestQPN: remote.QPN, RQPSN: remote.PSN & 0xffffff,
-		MaxDestRdAtomic: o.MaxDestRdAtomic, MinRNRTimer: o.MinRNRTimer,
-		AH: AHAttr{DLID: remote.LID, SL: o.SL, Port: o.Port},
+		State: QPSRTR, PathMTU: o.mtu, DestQPN: remote.QPN, RQPSN: remote.PSN & 0xffffff,
+		MaxDestRdAtomic: o.maxDestRdAtomic, MinRNRTimer: o.minRNRTimer,
+		AH: AHAttr{DLID: remote.LID, SL: o.sl, Port: o.port},
 	}
 	if !remote.GID.IsZero() {
 		rtr.AH.IsGlobal = true
-		rtr.AH.GRH = GlobalRoute{DGID: remote.GID, SGIDIndex: o.SGIDIndex, HopLimit: o.HopLimit, TrafficClass: o.TrafficClass}
+		rtr.AH.GRH = GlobalRoute{DGID: remote.GID, SGIDIndex: o.sgidIndex, HopLimit: o.hopLimit, TrafficClass: o.trafficClass}
 	}
 	mask := QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN
 	if qp.typ == QPTypeRC {
@@ -499,7 +562,7 @@ func (qp *QP) Connect(remote Dest, sqPSN uint32, opts *ConnectOpts) error {
 	if err := qp.Modify(&rtr, mask); err != nil {
 		return err
 	}
-	rts := QPAttr{State: QPSRTS, SQPSN: sqPSN & 0xffffff, Timeout: o.Timeout, RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, MaxRdAtomic: o.MaxRdAtomic}
+	rts := QPAttr{State: QPSRTS, SQPSN: sqPSN & 0xffffff, Timeout: o.timeout, RetryCnt: o.retryCnt, RNRRetry: o.rnrRetry, MaxRdAtomic: o.maxRdAtomic}
 	mask = QPAttrState | QPAttrSQPSN
 	if qp.typ == QPTypeRC {
 		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic

@@ -123,7 +123,7 @@ func (c *Context) QueryDevice() (DeviceAttr, error) {
 
 // QueryDeviceEx is ibv_query_device_ex (extended write EX_QUERY_DEVICE): the
 // attributes of QueryDevice plus DeviceCapFlagsEx, which says whether the
-// device does FLUSH and ATOMIC_WRITE (abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL, ...),
+// device does FLUSH and ATOMIC_WRITE (IB_UVERBS_DEVICE_FLUSH_GLOBAL, ...),
 // and the ODP, clock, RSS, tag-matching, CQ-moderation and device-memory
 // capabilities ibv_devinfo -v prints.
 func (c *Context) QueryDeviceEx() (DeviceAttr, error) {
@@ -192,8 +192,8 @@ type PortAttr struct {
 	SMSL          uint8
 	SubnetTimeout uint8
 	InitTypeReply uint8
-	ActiveWidth   uint8 // abi.IB_WIDTH_*
-	ActiveSpeed   uint8 // abi.IB_SPEED_*
+	ActiveWidth   uint8 // IB_WIDTH_*
+	ActiveSpeed   uint8 // IB_SPEED_*
 	PhysState     uint8 // 5 is LINK_UP
 	LinkLayer     LinkLayer
 	Flags         uint8

@@ -32,14 +32,31 @@ type SRQ struct {
 	gate       dataGate // PostRecv inside; Close shuts it before unmapping the ring
 }
 
-// CreateSRQ is ibv_create_srq: a shared receive queue for at least maxWR
-// requests of up to maxSGE SGEs. With limit > 0 the SRQ is armed: when fewer
-// than limit receives remain, an EventSRQLimitReached async event fires (once;
-// re-arm with SetLimit).
-func (pd *PD) CreateSRQ(maxWR, maxSGE, limit int) (*SRQ, error) {
+// SRQOptions are the sizes of a shared receive queue (struct
+// ibv_srq_init_attr).
+type SRQOptions struct {
+	// MaxWR is how many receive requests the SRQ must hold at least (>= 1).
+	// The kernel may enlarge it: rxe rounds the ring up to a power of two
+	// less one (128 becomes 255 on Linux 6.12). SRQ.MaxWR (or SRQ.Query)
+	// gives the real size.
+	MaxWR int
+	// MaxSGE is how many SGEs a receive request may have (>= 1); SRQ.MaxSGE
+	// gives what the kernel granted.
+	MaxSGE int
+	// Limit, when > 0, arms the SRQ: when fewer than Limit receives remain,
+	// an EventSRQLimitReached async event fires (once; re-arm with
+	// SetLimit). 0 leaves it unarmed.
+	Limit int
+}
+
+// CreateSRQ is ibv_create_srq: a shared receive queue of the sizes in opts
+// (see SRQOptions: the kernel may make it larger). The caller must Close it
+// after the QPs that use it, and before the PD.
+func (pd *PD) CreateSRQ(opts SRQOptions) (*SRQ, error) {
 	c := pd.ctx
-	if maxWR < 1 || maxSGE < 1 {
-		return nil, fmt.Errorf("create srq: %d requests of %d SGEs: %w", maxWR, maxSGE, syscall.EINVAL)
+	maxWR, maxSGE, limit := opts.MaxWR, opts.MaxSGE, opts.Limit
+	if maxWR < 1 || maxSGE < 1 || limit < 0 {
+		return nil, fmt.Errorf("create srq: SRQOptions.MaxWR %d, MaxSGE %d, Limit %d: %w", maxWR, maxSGE, limit, syscall.EINVAL)
 	}
 	if err := pd.rlockOpen("create srq: pd"); err != nil {
 		return nil, err

@@ -5,8 +5,6 @@ package uverbs
 import (
 	"fmt"
 	"strings"
-
-	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // QPType is enum ibv_qp_type.
@@ -14,9 +12,9 @@ type QPType uint8
 
 // QP types supported by Soft-RoCE.
 const (
-	QPTypeRC QPType = abi.IB_UVERBS_QPT_RC // IBV_QPT_RC: reliable connected
-	QPTypeUC QPType = abi.IB_UVERBS_QPT_UC // IBV_QPT_UC: unreliable connected
-	QPTypeUD QPType = abi.IB_UVERBS_QPT_UD // IBV_QPT_UD: unreliable datagram
+	QPTypeRC QPType = 2 // IB_UVERBS_QPT_RC: IBV_QPT_RC: reliable connected
+	QPTypeUC QPType = 3 // IB_UVERBS_QPT_UC: IBV_QPT_UC: unreliable connected
+	QPTypeUD QPType = 4 // IB_UVERBS_QPT_UD: IBV_QPT_UD: unreliable datagram
 )
 
 func (t QPType) String() string {
@@ -36,13 +34,13 @@ type QPState uint8
 
 // QP states.
 const (
-	QPSReset QPState = abi.IB_QPS_RESET
-	QPSInit  QPState = abi.IB_QPS_INIT
-	QPSRTR   QPState = abi.IB_QPS_RTR
-	QPSRTS   QPState = abi.IB_QPS_RTS
-	QPSSQD   QPState = abi.IB_QPS_SQD
-	QPSSQE   QPState = abi.IB_QPS_SQE
-	QPSErr   QPState = abi.IB_QPS_ERR
+	QPSReset QPState = 0 // IB_QPS_RESET
+	QPSInit  QPState = 1 // IB_QPS_INIT
+	QPSRTR   QPState = 2 // IB_QPS_RTR
+	QPSRTS   QPState = 3 // IB_QPS_RTS
+	QPSSQD   QPState = 4 // IB_QPS_SQD
+	QPSSQE   QPState = 5 // IB_QPS_SQE
+	QPSErr   QPState = 6 // IB_QPS_ERR
 )
 
 var qpStateNames = [...]string{"IBV_QPS_RESET", "IBV_QPS_INIT", "IBV_QPS_RTR", "IBV_QPS_RTS", "IBV_QPS_SQD", "IBV_QPS_SQE", "IBV_QPS_ERR"}
@@ -59,24 +57,24 @@ type QPAttrMask uint32
 
 // QP attribute mask bits.
 const (
-	QPAttrState           QPAttrMask = abi.IB_QP_STATE
-	QPAttrCurState        QPAttrMask = abi.IB_QP_CUR_STATE
-	QPAttrAccessFlags     QPAttrMask = abi.IB_QP_ACCESS_FLAGS
-	QPAttrPKeyIndex       QPAttrMask = abi.IB_QP_PKEY_INDEX
-	QPAttrPort            QPAttrMask = abi.IB_QP_PORT
-	QPAttrQKey            QPAttrMask = abi.IB_QP_QKEY
-	QPAttrAV              QPAttrMask = abi.IB_QP_AV
-	QPAttrPathMTU         QPAttrMask = abi.IB_QP_PATH_MTU
-	QPAttrTimeout         QPAttrMask = abi.IB_QP_TIMEOUT
-	QPAttrRetryCnt        QPAttrMask = abi.IB_QP_RETRY_CNT
-	QPAttrRNRRetry        QPAttrMask = abi.IB_QP_RNR_RETRY
-	QPAttrRQPSN           QPAttrMask = abi.IB_QP_RQ_PSN
-	QPAttrMaxQPRdAtomic   QPAttrMask = abi.IB_QP_MAX_QP_RD_ATOMIC
-	QPAttrMinRNRTimer     QPAttrMask = abi.IB_QP_MIN_RNR_TIMER
-	QPAttrSQPSN           QPAttrMask = abi.IB_QP_SQ_PSN
-	QPAttrMaxDestRdAtomic QPAttrMask = abi.IB_QP_MAX_DEST_RD_ATOMIC
-	QPAttrCap             QPAttrMask = abi.IB_QP_CAP
-	QPAttrDestQPN         QPAttrMask = abi.IB_QP_DEST_QPN
+	QPAttrState           QPAttrMask = 0x1      // IB_QP_STATE
+	QPAttrCurState        QPAttrMask = 0x2      // IB_QP_CUR_STATE
+	QPAttrAccessFlags     QPAttrMask = 0x8      // IB_QP_ACCESS_FLAGS
+	QPAttrPKeyIndex       QPAttrMask = 0x10     // IB_QP_PKEY_INDEX
+	QPAttrPort            QPAttrMask = 0x20     // IB_QP_PORT
+	QPAttrQKey            QPAttrMask = 0x40     // IB_QP_QKEY
+	QPAttrAV              QPAttrMask = 0x80     // IB_QP_AV
+	QPAttrPathMTU         QPAttrMask = 0x100    // IB_QP_PATH_MTU
+	QPAttrTimeout         QPAttrMask = 0x200    // IB_QP_TIMEOUT
+	QPAttrRetryCnt        QPAttrMask = 0x400    // IB_QP_RETRY_CNT
+	QPAttrRNRRetry        QPAttrMask = 0x800    // IB_QP_RNR_RETRY
+	QPAttrRQPSN           QPAttrMask = 0x1000   // IB_QP_RQ_PSN
+	QPAttrMaxQPRdAtomic   QPAttrMask = 0x2000   // IB_QP_MAX_QP_RD_ATOMIC
+	QPAttrMinRNRTimer     QPAttrMask = 0x8000   // IB_QP_MIN_RNR_TIMER
+	QPAttrSQPSN           QPAttrMask = 0x10000  // IB_QP_SQ_PSN
+	QPAttrMaxDestRdAtomic QPAttrMask = 0x20000  // IB_QP_MAX_DEST_RD_ATOMIC
+	QPAttrCap             QPAttrMask = 0x80000  // IB_QP_CAP
+	QPAttrDestQPN         QPAttrMask = 0x100000 // IB_QP_DEST_QPN
 )
 
 // MTU is enum ibv_mtu.
@@ -84,11 +82,11 @@ type MTU uint8
 
 // Path MTUs.
 const (
-	MTU256  MTU = abi.IB_MTU_256
-	MTU512  MTU = abi.IB_MTU_512
-	MTU1024 MTU = abi.IB_MTU_1024
-	MTU2048 MTU = abi.IB_MTU_2048
-	MTU4096 MTU = abi.IB_MTU_4096
+	MTU256  MTU = 1 // IB_MTU_256
+	MTU512  MTU = 2 // IB_MTU_512
+	MTU1024 MTU = 3 // IB_MTU_1024
+	MTU2048 MTU = 4 // IB_MTU_2048
+	MTU4096 MTU = 5 // IB_MTU_4096
 )
 
 // Bytes is the MTU in bytes, 0 for an invalid value.
@@ -121,17 +119,17 @@ type AccessFlags uint32
 
 // Access flags.
 const (
-	AccessLocalWrite   AccessFlags = abi.IB_UVERBS_ACCESS_LOCAL_WRITE
-	AccessRemoteWrite  AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_WRITE
-	AccessRemoteRead   AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_READ
-	AccessRemoteAtomic AccessFlags = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC
-	AccessMWBind       AccessFlags = abi.IB_UVERBS_ACCESS_MW_BIND
-	AccessZeroBased    AccessFlags = abi.IB_UVERBS_ACCESS_ZERO_BASED
-	AccessOnDemand     AccessFlags = abi.IB_UVERBS_ACCESS_ON_DEMAND
+	AccessLocalWrite   AccessFlags = 0x1  // IB_UVERBS_ACCESS_LOCAL_WRITE
+	AccessRemoteWrite  AccessFlags = 0x2  // IB_UVERBS_ACCESS_REMOTE_WRITE
+	AccessRemoteRead   AccessFlags = 0x4  // IB_UVERBS_ACCESS_REMOTE_READ
+	AccessRemoteAtomic AccessFlags = 0x8  // IB_UVERBS_ACCESS_REMOTE_ATOMIC
+	AccessMWBind       AccessFlags = 0x10 // IB_UVERBS_ACCESS_MW_BIND
+	AccessZeroBased    AccessFlags = 0x20 // IB_UVERBS_ACCESS_ZERO_BASED
+	AccessOnDemand     AccessFlags = 0x40 // IB_UVERBS_ACCESS_ON_DEMAND
 	// AccessFlushGlobal and AccessFlushPersistent allow FLUSH (Linux 6.2+).
-	AccessFlushGlobal     AccessFlags = abi.IB_UVERBS_ACCESS_FLUSH_GLOBAL
-	AccessFlushPersistent AccessFlags = abi.IB_UVERBS_ACCESS_FLUSH_PERSISTENT
-	AccessRelaxedOrdering AccessFlags = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
+	AccessFlushGlobal     AccessFlags = 0x100    // IB_UVERBS_ACCESS_FLUSH_GLOBAL
+	AccessFlushPersistent AccessFlags = 0x200    // IB_UVERBS_ACCESS_FLUSH_PERSISTENT
+	AccessRelaxedOrdering AccessFlags = 0x100000 // IB_UVERBS_ACCESS_RELAXED_ORDERING
 )
 
 var accessNames = []struct {
@@ -166,10 +164,10 @@ type SendFlags uint32
 
 // Send flags.
 const (
-	SendFence     SendFlags = abi.IB_SEND_FENCE
-	SendSignaled  SendFlags = abi.IB_SEND_SIGNALED  // generate a completion (always, with SigAll)
-	SendSolicited SendFlags = abi.IB_SEND_SOLICITED // wake a receiver armed with solicited-only
-	SendInline    SendFlags = abi.IB_SEND_INLINE    // copy SendWR.Inline into the WQE
+	SendFence     SendFlags = 0x1 // IB_SEND_FENCE
+	SendSignaled  SendFlags = 0x2 // IB_SEND_SIGNALED: generate a completion (always, with SigAll)
+	SendSolicited SendFlags = 0x4 // IB_SEND_SOLICITED: wake a receiver armed with solicited-only
+	SendInline    SendFlags = 0x8 // IB_SEND_INLINE: copy SendWR.Inline into the WQE
 )
 
 // WROpcode is enum ibv_wr_opcode.
@@ -177,21 +175,21 @@ type WROpcode uint32
 
 // Work request opcodes supported by Soft-RoCE.
 const (
-	WRRDMAWrite         WROpcode = abi.IB_WR_RDMA_WRITE
-	WRRDMAWriteWithImm  WROpcode = abi.IB_WR_RDMA_WRITE_WITH_IMM
-	WRSend              WROpcode = abi.IB_WR_SEND
-	WRSendWithImm       WROpcode = abi.IB_WR_SEND_WITH_IMM
-	WRRDMARead          WROpcode = abi.IB_WR_RDMA_READ
-	WRAtomicCmpAndSwp   WROpcode = abi.IB_WR_ATOMIC_CMP_AND_SWP
-	WRAtomicFetchAndAdd WROpcode = abi.IB_WR_ATOMIC_FETCH_AND_ADD
+	WRRDMAWrite         WROpcode = 0 // IB_WR_RDMA_WRITE
+	WRRDMAWriteWithImm  WROpcode = 1 // IB_WR_RDMA_WRITE_WITH_IMM
+	WRSend              WROpcode = 2 // IB_WR_SEND
+	WRSendWithImm       WROpcode = 3 // IB_WR_SEND_WITH_IMM
+	WRRDMARead          WROpcode = 4 // IB_WR_RDMA_READ
+	WRAtomicCmpAndSwp   WROpcode = 5 // IB_WR_ATOMIC_CMP_AND_SWP
+	WRAtomicFetchAndAdd WROpcode = 6 // IB_WR_ATOMIC_FETCH_AND_ADD
 	// WRFlush (IBV_WR_FLUSH) and WRAtomicWrite (IBV_WR_ATOMIC_WRITE) need
 	// Linux 6.2+; on older kernels posting them fails with ErrNotSupported.
-	WRFlush       WROpcode = abi.IB_WR_FLUSH
-	WRAtomicWrite WROpcode = abi.IB_WR_ATOMIC_WRITE
+	WRFlush       WROpcode = 14 // IB_WR_FLUSH
+	WRAtomicWrite WROpcode = 15 // IB_WR_ATOMIC_WRITE
 	// Memory windows and invalidation (RC and UC QPs; see mw.go).
-	WRBindMW      WROpcode = abi.IB_WR_BIND_MW       // SendWR.Bind
-	WRLocalInv    WROpcode = abi.IB_WR_LOCAL_INV     // SendWR.InvalidateRKey
-	WRSendWithInv WROpcode = abi.IB_WR_SEND_WITH_INV // SendWR.InvalidateRKey, at the receiver
+	WRBindMW      WROpcode = 8 // IB_WR_BIND_MW: SendWR.Bind
+	WRLocalInv    WROpcode = 7 // IB_WR_LOCAL_INV: SendWR.InvalidateRKey
+	WRSendWithInv WROpcode = 9 // IB_WR_SEND_WITH_INV: SendWR.InvalidateRKey, at the receiver
 )
 
 var wrNames = map[WROpcode]string{
@@ -213,12 +211,12 @@ type PortState uint8
 
 // Port states.
 const (
-	PortNop         PortState = abi.IB_PORT_NOP
-	PortDown        PortState = abi.IB_PORT_DOWN
-	PortInit        PortState = abi.IB_PORT_INIT
-	PortArmed       PortState = abi.IB_PORT_ARMED
-	PortActive      PortState = abi.IB_PORT_ACTIVE
-	PortActiveDefer PortState = abi.IB_PORT_ACTIVE_DEFER
+	PortNop         PortState = 0 // IB_PORT_NOP
+	PortDown        PortState = 1 // IB_PORT_DOWN
+	PortInit        PortState = 2 // IB_PORT_INIT
+	PortArmed       PortState = 3 // IB_PORT_ARMED
+	PortActive      PortState = 4 // IB_PORT_ACTIVE
+	PortActiveDefer PortState = 5 // IB_PORT_ACTIVE_DEFER
 )
 
 var portStateNames = [...]string{"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"}
@@ -235,9 +233,9 @@ type LinkLayer uint8
 
 // Link layers.
 const (
-	LinkLayerUnspecified LinkLayer = abi.IB_LINK_LAYER_UNSPECIFIED
-	LinkLayerInfiniBand  LinkLayer = abi.IB_LINK_LAYER_INFINIBAND
-	LinkLayerEthernet    LinkLayer = abi.IB_LINK_LAYER_ETHERNET
+	LinkLayerUnspecified LinkLayer = 0 // IB_LINK_LAYER_UNSPECIFIED
+	LinkLayerInfiniBand  LinkLayer = 1 // IB_LINK_LAYER_INFINIBAND
+	LinkLayerEthernet    LinkLayer = 2 // IB_LINK_LAYER_ETHERNET
 )
 
 func (l LinkLayer) String() string {
@@ -257,9 +255,9 @@ type GIDType uint32
 
 // GID types.
 const (
-	GIDTypeIB     GIDType = abi.IB_UVERBS_GID_TYPE_IB
-	GIDTypeRoCEv1 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V1
-	GIDTypeRoCEv2 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V2
+	GIDTypeIB     GIDType = 0 // IB_UVERBS_GID_TYPE_IB
+	GIDTypeRoCEv1 GIDType = 1 // IB_UVERBS_GID_TYPE_ROCE_V1
+	GIDTypeRoCEv2 GIDType = 2 // IB_UVERBS_GID_TYPE_ROCE_V2
 )
 
 func (t GIDType) String() string {
@@ -279,26 +277,26 @@ type EventType uint32
 
 // Asynchronous event types.
 const (
-	EventCQErr            EventType = abi.IB_EVENT_CQ_ERR
-	EventQPFatal          EventType = abi.IB_EVENT_QP_FATAL
-	EventQPReqErr         EventType = abi.IB_EVENT_QP_REQ_ERR
-	EventQPAccessErr      EventType = abi.IB_EVENT_QP_ACCESS_ERR
-	EventCommEst          EventType = abi.IB_EVENT_COMM_EST
-	EventSQDrained        EventType = abi.IB_EVENT_SQ_DRAINED
-	EventPathMig          EventType = abi.IB_EVENT_PATH_MIG
-	EventPathMigErr       EventType = abi.IB_EVENT_PATH_MIG_ERR
-	EventDeviceFatal      EventType = abi.IB_EVENT_DEVICE_FATAL
-	EventPortActive       EventType = abi.IB_EVENT_PORT_ACTIVE
-	EventPortErr          EventType = abi.IB_EVENT_PORT_ERR
-	EventLIDChange        EventType = abi.IB_EVENT_LID_CHANGE
-	EventPKeyChange       EventType = abi.IB_EVENT_PKEY_CHANGE
-	EventSMChange         EventType = abi.IB_EVENT_SM_CHANGE
-	EventSRQErr           EventType = abi.IB_EVENT_SRQ_ERR
-	EventSRQLimitReached  EventType = abi.IB_EVENT_SRQ_LIMIT_REACHED
-	EventQPLastWQEReached EventType = abi.IB_EVENT_QP_LAST_WQE_REACHED
-	EventClientReregister EventType = abi.IB_EVENT_CLIENT_REREGISTER
-	EventGIDChange        EventType = abi.IB_EVENT_GID_CHANGE
-	EventWQFatal          EventType = abi.IB_EVENT_WQ_FATAL
+	EventCQErr            EventType = 0  // IB_EVENT_CQ_ERR
+	EventQPFatal          EventType = 1  // IB_EVENT_QP_FATAL
+	EventQPReqErr         EventType = 2  // IB_EVENT_QP_REQ_ERR
+	EventQPAccessErr      EventType = 3  // IB_EVENT_QP_ACCESS_ERR
+	EventCommEst          EventType = 4  // IB_EVENT_COMM_EST
+	EventSQDrained        EventType = 5  // IB_EVENT_SQ_DRAINED
+	EventPathMig          EventType = 6  // IB_EVENT_PATH_MIG
+	EventPathMigErr       EventType = 7  // IB_EVENT_PATH_MIG_ERR
+	EventDeviceFatal      EventType = 8  // IB_EVENT_DEVICE_FATAL
+	EventPortActive       EventType = 9  // IB_EVENT_PORT_ACTIVE
+	EventPortErr          EventType = 10 // IB_EVENT_PORT_ERR
+	EventLIDChange        EventType = 11 // IB_EVENT_LID_CHANGE
+	EventPKeyChange       EventType = 12 // IB_EVENT_PKEY_CHANGE
+	EventSMChange         EventType = 13 // IB_EVENT_SM_CHANGE
+	EventSRQErr           EventType = 14 // IB_EVENT_SRQ_ERR
+	EventSRQLimitReached  EventType = 15 // IB_EVENT_SRQ_LIMIT_REACHED
+	EventQPLastWQEReached EventType = 16 // IB_EVENT_QP_LAST_WQE_REACHED
+	EventClientReregister EventType = 17 // IB_EVENT_CLIENT_REREGISTER
+	EventGIDChange        EventType = 18 // IB_EVENT_GID_CHANGE
+	EventWQFatal          EventType = 19 // IB_EVENT_WQ_FATAL
 )
 
 var eventNames = [...]string{"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST", "SQ_DRAINED",

@@ -366,7 +366,7 @@ func TestAHAttrABI(t *testing.T) {
 	if k.IsGlobal != 1 || k.PortNum != 1 || k.GRH.SGIDIndex != 3 || k.GRH.FlowLabel != 0x12345 || k.DLID != 7 || GID(k.GRH.DGID) != a.GRH.DGID {
 		t.Errorf("to ib_uverbs_ah_attr: %+v", k)
 	}
-	if back := AHAttrFromABI(&k); back != a {
+	if back := ahAttrFromABI(&k); back != a {
 		t.Errorf("round trip:\n got %+v\nwant %+v", back, a)
 	}
 	// The qp_dest form (MODIFY_QP, QUERY_QP) carries the same address.
@@ -374,7 +374,25 @@ func TestAHAttrABI(t *testing.T) {
 	if back := ahFromDest(&d); back != a {
 		t.Errorf("qp_dest round trip:\n got %+v\nwant %+v", back, a)
 	}
-	if AHAttrFromABI(&abi.AHAttr{}).IsGlobal {
+	if ahAttrFromABI(&abi.AHAttr{}).IsGlobal {
 		t.Error("is_global 0 read as global")
+	}
+}
+
+func TestConnectOptionsDefaults(t *testing.T) {
+	v, err := (*ConnectOptions)(nil).values()
+	want := connectValues{port: 1, hopLimit: 64, mtu: MTU1024, minRNRTimer: 12, maxDestRdAtomic: 1, timeout: 14, retryCnt: 7, rnrRetry: 7, maxRdAtomic: 1}
+	if err != nil || v != want {
+		t.Errorf("nil ConnectOptions: %+v %v, want %+v", v, err, want)
+	}
+	v, err = (&ConnectOptions{Port: 2, SGIDIndex: 3, RetryCnt: NoRetry, RNRRetry: 3, Timeout: TimeoutInfinite, MinRNRTimer: RNRTimer655ms, MaxRdAtomic: NoRdAtomic, MaxDestRdAtomic: 16}).values()
+	want = connectValues{port: 2, sgidIndex: 3, hopLimit: 64, mtu: MTU1024, maxDestRdAtomic: 16, rnrRetry: 3}
+	if err != nil || v != want {
+		t.Errorf("explicit ConnectOptions: %+v %v, want %+v", v, err, want)
+	}
+	for _, o := range []ConnectOptions{{RetryCnt: 8}, {RNRRetry: -2}, {Port: 256}, {SGIDIndex: -1}, {Timeout: 32}} {
+		if _, err := o.values(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
 	}
 }

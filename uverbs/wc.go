@@ -4,8 +4,6 @@ package uverbs
 
 import (
 	"fmt"
-
-	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // WC is struct ibv_wc: one work completion. Its layout is that of struct
@@ -16,7 +14,11 @@ type WC struct {
 	Status    WCStatus // IBV_WC_SUCCESS or why it failed
 	Opcode    WCOpcode // what completed; receives have WCRecv set (undefined unless Status is WCSuccess)
 	VendorErr uint32
-	ByteLen   uint32 // bytes received (receives and RDMA READ)
+	// ByteLen is the number of bytes received (receives) or read (RDMA
+	// READ). The receive completion of an RDMA WRITE WITH IMM
+	// (WCRecvRDMAWithImm) carries the length of the write, whose data went
+	// to the address the writer named, not into the receive's SGEs.
+	ByteLen uint32
 	// Imm is the immediate data in host byte order when Flags has WCWithImm.
 	Imm          uint32
 	QPNum        uint32 // the local QP
@@ -57,9 +59,9 @@ type WCFlags uint32
 
 // Completion flags.
 const (
-	WCGRH     WCFlags = abi.IB_WC_GRH      // a UD receive buffer starts with a 40-byte GRH
-	WCWithImm WCFlags = abi.IB_WC_WITH_IMM // Imm is valid
-	WCWithInv WCFlags = abi.IB_WC_WITH_INVALIDATE
+	WCGRH     WCFlags = 0x1 // IB_WC_GRH: a UD receive buffer starts with a 40-byte GRH
+	WCWithImm WCFlags = 0x2 // IB_WC_WITH_IMM: Imm is valid
+	WCWithInv WCFlags = 0x4 // IB_WC_WITH_INVALIDATE
 )
 
 // WCOpcode is enum ibv_wc_opcode.
@@ -67,17 +69,17 @@ type WCOpcode uint32
 
 // Completion opcodes.
 const (
-	WCSend            WCOpcode = abi.IB_WC_SEND
-	WCRDMAWrite       WCOpcode = abi.IB_WC_RDMA_WRITE
-	WCRDMARead        WCOpcode = abi.IB_WC_RDMA_READ
-	WCCompSwap        WCOpcode = abi.IB_WC_COMP_SWAP
-	WCFetchAdd        WCOpcode = abi.IB_WC_FETCH_ADD
-	WCBindMW          WCOpcode = abi.IB_WC_BIND_MW
-	WCLocalInv        WCOpcode = abi.IB_WC_LOCAL_INV
-	WCFlush           WCOpcode = abi.IB_WC_FLUSH        // Linux 6.2+
-	WCAtomicWrite     WCOpcode = abi.IB_WC_ATOMIC_WRITE // Linux 6.2+
-	WCRecv            WCOpcode = abi.IB_WC_RECV
-	WCRecvRDMAWithImm WCOpcode = abi.IB_WC_RECV_RDMA_WITH_IMM
+	WCSend            WCOpcode = 0   // IB_WC_SEND
+	WCRDMAWrite       WCOpcode = 1   // IB_WC_RDMA_WRITE
+	WCRDMARead        WCOpcode = 2   // IB_WC_RDMA_READ
+	WCCompSwap        WCOpcode = 3   // IB_WC_COMP_SWAP
+	WCFetchAdd        WCOpcode = 4   // IB_WC_FETCH_ADD
+	WCBindMW          WCOpcode = 5   // IB_WC_BIND_MW
+	WCLocalInv        WCOpcode = 6   // IB_WC_LOCAL_INV
+	WCFlush           WCOpcode = 8   // IB_WC_FLUSH: Linux 6.2+
+	WCAtomicWrite     WCOpcode = 9   // IB_WC_ATOMIC_WRITE: Linux 6.2+
+	WCRecv            WCOpcode = 128 // IB_WC_RECV
+	WCRecvRDMAWithImm WCOpcode = 129 // IB_WC_RECV_RDMA_WITH_IMM
 )
 
 // IsRecv reports whether the completion is for a receive work request.
@@ -116,28 +118,28 @@ type WCStatus uint32
 
 // Completion statuses.
 const (
-	WCSuccess        WCStatus = abi.IB_WC_SUCCESS
-	WCLocLenErr      WCStatus = abi.IB_WC_LOC_LEN_ERR
-	WCLocQPOpErr     WCStatus = abi.IB_WC_LOC_QP_OP_ERR
-	WCLocEECOpErr    WCStatus = abi.IB_WC_LOC_EEC_OP_ERR
-	WCLocProtErr     WCStatus = abi.IB_WC_LOC_PROT_ERR
-	WCWRFlushErr     WCStatus = abi.IB_WC_WR_FLUSH_ERR
-	WCMWBindErr      WCStatus = abi.IB_WC_MW_BIND_ERR
-	WCBadRespErr     WCStatus = abi.IB_WC_BAD_RESP_ERR
-	WCLocAccessErr   WCStatus = abi.IB_WC_LOC_ACCESS_ERR
-	WCRemInvReqErr   WCStatus = abi.IB_WC_REM_INV_REQ_ERR
-	WCRemAccessErr   WCStatus = abi.IB_WC_REM_ACCESS_ERR
-	WCRemOpErr       WCStatus = abi.IB_WC_REM_OP_ERR
-	WCRetryExcErr    WCStatus = abi.IB_WC_RETRY_EXC_ERR
-	WCRNRRetryExcErr WCStatus = abi.IB_WC_RNR_RETRY_EXC_ERR
-	WCLocRDDViolErr  WCStatus = abi.IB_WC_LOC_RDD_VIOL_ERR
-	WCRemInvRdReqErr WCStatus = abi.IB_WC_REM_INV_RD_REQ_ERR
-	WCRemAbortErr    WCStatus = abi.IB_WC_REM_ABORT_ERR
-	WCInvEECNErr     WCStatus = abi.IB_WC_INV_EECN_ERR
-	WCInvEECStateErr WCStatus = abi.IB_WC_INV_EEC_STATE_ERR
-	WCFatalErr       WCStatus = abi.IB_WC_FATAL_ERR
-	WCRespTimeoutErr WCStatus = abi.IB_WC_RESP_TIMEOUT_ERR
-	WCGeneralErr     WCStatus = abi.IB_WC_GENERAL_ERR
+	WCSuccess        WCStatus = 0  // IB_WC_SUCCESS
+	WCLocLenErr      WCStatus = 1  // IB_WC_LOC_LEN_ERR
+	WCLocQPOpErr     WCStatus = 2  // IB_WC_LOC_QP_OP_ERR
+	WCLocEECOpErr    WCStatus = 3  // IB_WC_LOC_EEC_OP_ERR
+	WCLocProtErr     WCStatus = 4  // IB_WC_LOC_PROT_ERR
+	WCWRFlushErr     WCStatus = 5  // IB_WC_WR_FLUSH_ERR
+	WCMWBindErr      WCStatus = 6  // IB_WC_MW_BIND_ERR
+	WCBadRespErr     WCStatus = 7  // IB_WC_BAD_RESP_ERR
+	WCLocAccessErr   WCStatus = 8  // IB_WC_LOC_ACCESS_ERR
+	WCRemInvReqErr   WCStatus = 9  // IB_WC_REM_INV_REQ_ERR
+	WCRemAccessErr   WCStatus = 10 // IB_WC_REM_ACCESS_ERR
+	WCRemOpErr       WCStatus = 11 // IB_WC_REM_OP_ERR
+	WCRetryExcErr    WCStatus = 12 // IB_WC_RETRY_EXC_ERR
+	WCRNRRetryExcErr WCStatus = 13 // IB_WC_RNR_RETRY_EXC_ERR
+	WCLocRDDViolErr  WCStatus = 14 // IB_WC_LOC_RDD_VIOL_ERR
+	WCRemInvRdReqErr WCStatus = 15 // IB_WC_REM_INV_RD_REQ_ERR
+	WCRemAbortErr    WCStatus = 16 // IB_WC_REM_ABORT_ERR
+	WCInvEECNErr     WCStatus = 17 // IB_WC_INV_EECN_ERR
+	WCInvEECStateErr WCStatus = 18 // IB_WC_INV_EEC_STATE_ERR
+	WCFatalErr       WCStatus = 19 // IB_WC_FATAL_ERR
+	WCRespTimeoutErr WCStatus = 20 // IB_WC_RESP_TIMEOUT_ERR
+	WCGeneralErr     WCStatus = 21 // IB_WC_GENERAL_ERR
 )
 
 var wcStatus = [...]struct{ name, why string }{

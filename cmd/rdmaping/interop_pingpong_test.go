@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/tools/ping"
-	"github.com/rdmago/rdmago/uverbs"
 )
 
 // The ibv_*_pingpong family (libibverbs/examples, package ibverbs-utils)
@@ -26,7 +25,7 @@ import (
 func pingpongDev(t *testing.T, addr string) (string, int) {
 	t.Helper()
 	a := netip.MustParseAddr(addr)
-	ctx, err := uverbs.OpenByIP(a)
+	ctx, err := openByIP(a)
 	if err != nil {
 		t.Fatalf("open the device of %v: %v", a, err)
 	}

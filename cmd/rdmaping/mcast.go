@@ -65,7 +65,7 @@ func runMcast(ctx context.Context, c *config) error {
 		return err
 	}
 	logf("cm: resolved %v from %v (port %d)", group, info.Local.Addr(), info.Port)
-	dev, err := uverbs.OpenByIP(info.Local.Addr())
+	dev, err := openByIP(info.Local.Addr())
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func runMcast(ctx context.Context, c *config) error {
 	if err != nil {
 		return err
 	}
-	ah := uverbs.AHAttrFromABI(&ev.UD.AHAttr)
+	ah := ev.UD.AHAttr
 	fmt.Fprintf(c.stdout, "mckey: joined dgid: %v mlid 0x%x sl %d\n", ah.GRH.DGID, ah.DLID, ah.SL)
 	logf("cm: MULTICAST_JOIN: send to QPN %#x with Q_Key %#x, sgid index %d", ev.UD.QPNum, ev.UD.QKey, ah.GRH.SGIDIndex)
 

@@ -24,7 +24,7 @@ func runUD(ctx context.Context, c *config) error {
 	}
 	setup := func(conn *cm.Conn) error {
 		mtu := 0
-		if p, err := conn.Context().QueryPort(int(conn.Port())); err == nil {
+		if p, err := conn.Context().QueryPort(conn.Port()); err == nil {
 			mtu = p.ActiveMTU.Bytes()
 		}
 		return u.Setup(newLink(conn, c), mtu)

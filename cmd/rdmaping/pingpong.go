@@ -56,7 +56,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 	logf("verbs: allocated PD, created completion channel and CQ (%d entries)", cq.CQE())
 	var srq *uverbs.SRQ
 	if c.srq > 0 {
-		if srq, err = pd.CreateSRQ(depth, 1, 0); err != nil {
+		if srq, err = pd.CreateSRQ(uverbs.SRQOptions{MaxWR: depth, MaxSGE: 1}); err != nil {
 			return err
 		}
 		logf("verbs: created SRQ %#x (%d receives)", srq.Num(), srq.MaxWR())
@@ -93,9 +93,7 @@ func runPingpongTCP(ctx context.Context, c *config) error {
 		local[i] = uverbs.Dest{LID: port.LID, QPN: qps[i].QP.Num(), PSN: randomPSN(), GID: gid.GID}
 		fmt.Fprintf(c.stdout, "  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %v\n", local[i].LID, local[i].QPN, local[i].PSN, local[i].GID)
 	}
-	opts := uverbs.DefaultConnectOpts()
-	opts.SGIDIndex = uint8(gid.Index)
-	opts.MTU = mtu
+	opts := uverbs.ConnectOptions{SGIDIndex: gid.Index, MTU: mtu}
 	connect := func(remote []uverbs.Dest) error {
 		valid := 0
 		for _, d := range remote {

@@ -52,7 +52,7 @@ func (c *config) openForTCP() (*uverbs.Context, uverbs.GIDEntry, error) {
 	case c.dev != "":
 		ctx, err = uverbs.Open(c.dev)
 	case local.IsValid() && !local.IsUnspecified():
-		ctx, err = uverbs.OpenByIP(local)
+		ctx, err = openByIP(local)
 	default:
 		ctx, err = uverbs.Open("")
 	}
@@ -183,9 +183,7 @@ func runDemoTCP(ctx context.Context, c *config) error {
 		return err
 	}
 	local := uverbs.Dest{LID: port.LID, QPN: qp.Num(), PSN: randomPSN(), GID: gid.GID}
-	opts := uverbs.DefaultConnectOpts()
-	opts.SGIDIndex = uint8(gid.Index)
-	opts.MTU = port.ActiveMTU
+	opts := uverbs.ConnectOptions{SGIDIndex: gid.Index, MTU: port.ActiveMTU}
 	connect := func(remote uverbs.Dest) error {
 		logf("tcp: peer LID %#x QPN %#x PSN %#x GID %v", remote.LID, remote.QPN, remote.PSN, remote.GID)
 		if err := qp.Connect(remote, local.PSN, &opts); err != nil {
@@ -240,4 +238,13 @@ func exchangeRetry[T any](ctx context.Context, addr string, exchange func(contex
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// openByIP opens the RDMA device on the interface that holds addr.
+func openByIP(addr netip.Addr) (*uverbs.Context, error) {
+	d, err := uverbs.LookupDevice(uverbs.DeviceQuery{IP: addr})
+	if err != nil {
+		return nil, fmt.Errorf("open rdma device: %w", err)
+	}
+	return uverbs.Open(d.Name)
 }

@@ -238,7 +238,7 @@ func holdSRQ(t *testing.T, env labtest.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srq, err := pd.CreateSRQ(8, 1, 0)
+	srq, err := pd.CreateSRQ(uverbs.SRQOptions{MaxWR: 8, MaxSGE: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

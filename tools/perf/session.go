@@ -266,7 +266,7 @@ func (s *session) createQPs() error {
 			return err
 		}
 		e.qp = qp
-		if err := qp.ModifyToInit(uint8(s.cfg.IBPort), uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic, 0); err != nil {
+		if err := qp.ModifyToInit(s.cfg.IBPort, uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic, 0); err != nil {
 			return err
 		}
 	}
@@ -299,10 +299,14 @@ func (s *session) connectQPs(remote []qpInfo) error {
 		}
 		copy(gid[:], b)
 		e.remote = r
-		o := uverbs.ConnectOpts{
-			Port: uint8(s.cfg.IBPort), SGIDIndex: uint8(s.gid.Index), HopLimit: 0xff, MTU: s.mtu,
-			MinRNRTimer: 12, Timeout: uint8(s.cfg.Timeout), RetryCnt: 7, RNRRetry: 7,
-			MaxDestRdAtomic: uint8(max(1, s.outReads)), MaxRdAtomic: uint8(max(1, min(r.OutReads, 255))),
+		timeout := s.cfg.Timeout
+		if timeout == 0 {
+			timeout = uverbs.TimeoutInfinite // -u 0: the IBA's 0
+		}
+		o := uverbs.ConnectOptions{
+			Port: s.cfg.IBPort, SGIDIndex: s.gid.Index, HopLimit: 0xff, MTU: s.mtu,
+			MinRNRTimer: 12, Timeout: timeout, RetryCnt: 7, RNRRetry: 7,
+			MaxDestRdAtomic: int(uint8(max(1, s.outReads))), MaxRdAtomic: max(1, min(r.OutReads, 255)),
 		}
 		if err := e.qp.Connect(uverbs.Dest{LID: r.LID, QPN: r.QPN, PSN: r.PSN, GID: gid}, e.psn, &o); err != nil {
 			return fmt.Errorf("connect QP %d: %w", i, err)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/transfer"
 )
@@ -56,7 +55,7 @@ func halfOpen(t *testing.T, ctx context.Context, ch *cm.Channel, a string) *cm.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Type != abi.RDMA_CM_EVENT_CONNECT_RESPONSE {
+	if ev.Type != cm.EventConnectResponse {
 		t.Fatalf("half-open connect got %v (status %d), want CONNECT_RESPONSE", ev.Type, ev.Status)
 	}
 	return id

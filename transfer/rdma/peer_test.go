@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/internal/abi"
 )
 
 // rsConnData is an rs_conn_data as librdmacm lays it out (the golden bytes
@@ -75,7 +74,7 @@ func TestForeignReceiverError(t *testing.T) {
 
 func TestSilentReject(t *testing.T) {
 	rej := func(reason cm.RejectReason, data []byte) error {
-		return fmt.Errorf("connect to h: %w", &cm.EventError{Op: "connect", Event: abi.RDMA_CM_EVENT_REJECTED, Status: int32(reason), PrivateData: data})
+		return fmt.Errorf("connect to h: %w", &cm.EventError{Op: "connect", Event: cm.EventRejected, Status: int32(reason), PrivateData: data})
 	}
 	for _, tc := range []struct {
 		name string
@@ -87,7 +86,7 @@ func TestSilentReject(t *testing.T) {
 		{"an rdmacp receiver busy", rej(cm.RejConsumerDefined, []byte(busyText)), false},
 		{"an rdmacp receiver refusing rsockets", rej(cm.RejConsumerDefined, []byte(refuseText)), false},
 		{"nobody listens", rej(cm.RejInvalidServiceID, nil), false},
-		{"unreachable", &cm.EventError{Op: "connect", Event: abi.RDMA_CM_EVENT_UNREACHABLE, Status: -110}, false},
+		{"unreachable", &cm.EventError{Op: "connect", Event: cm.EventUnreachable, Status: -110}, false},
 		{"other", errors.New("x"), false},
 		{"nil", nil, false},
 	} {
