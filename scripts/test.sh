@@ -9,11 +9,14 @@ scripts/deps.sh
 
 export CGO_ENABLED=0
 failed=()
+times=()
 step() {
 	echo "==> $*"
+	local t0=$SECONDS
 	if ! "$@"; then
 		failed+=("$*")
 	fi
+	times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
 }
 
 step go vet ./...
@@ -41,6 +44,10 @@ done
 # The instruction clock (rdmalab --icount) boots: one vCPU, because QEMU
 # 7.2 with -icount hangs bringing up a second.
 step go run ./cmd/rdmalab run --icount --timeout 3m -- sh -c 'n=$(nproc); [ "$n" = 1 ] || { echo "icount guest has $n CPUs, want 1"; exit 1; }'
+
+# Where the time goes, step by step.
+echo "==> durations (total $SECONDS s):"
+printf '  %s\n' "${times[@]}"
 
 if ((${#failed[@]})); then
 	echo "FAILED:" >&2
