@@ -1,0 +1,158 @@
+// Copyright 2026 The rdmago Authors.
+
+package rsocket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/abi"
+	"github.com/rdmago/rdmago/internal/labtest"
+)
+
+// halfOpenConnect sends an rsocket's connection request to addr from a raw
+// rdma_cm ID and waits for the listener's CONNECT_RESPONSE, then never
+// sends the RTU: a half-open connect. Closing the returned ID rejects the
+// connection (the CM's REJ, reason 28). The caller must Close the ID and
+// the Channel.
+func halfOpenConnect(ctx context.Context, addr string) (*cm.Channel, *cm.ID, error) {
+	dst, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := cm.OpenChannel()
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := ch.CreateID(cm.PortSpaceTCP)
+	if err != nil {
+		ch.Close()
+		return nil, nil, err
+	}
+	fail := func(err error) (*cm.Channel, *cm.ID, error) {
+		id.Close()
+		ch.Close()
+		return nil, nil, err
+	}
+	if err := id.ResolveAddr(ctx, netip.AddrPort{}, dst, 2*time.Second); err != nil {
+		return fail(err)
+	}
+	if err := id.ResolveRoute(ctx, 2*time.Second); err != nil {
+		return fail(err)
+	}
+	var cfg config
+	if cfg, err = (&Options{}).config(); err != nil {
+		return fail(err)
+	}
+	data := make([]byte, connDataLen)
+	d := ownConnData(&memory{}, &cfg)
+	d.marshal(data)
+	// A QP number nobody owns: the listener's QP never sends to it.
+	if err := id.Connect(cm.ConnParam{PrivateData: data, QPNum: 0xabcde, RetryCount: 7, RNRRetryCount: 7}); err != nil {
+		return fail(err)
+	}
+	ev, err := id.WaitEvent(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	switch ev.Type {
+	case abi.RDMA_CM_EVENT_CONNECT_RESPONSE:
+		return ch, id, nil
+	case abi.RDMA_CM_EVENT_REJECTED:
+		if cm.RejectReason(ev.Status) == cm.RejInvalidServiceID {
+			return fail(fmt.Errorf("half-open connect: %w", cm.ErrNoListener))
+		}
+	}
+	return fail(fmt.Errorf("half-open connect: unexpected event %v (status %d)", ev.Type, ev.Status))
+}
+
+// TestLabHalfOpenDoesNotBlock: a requester that receives the listener's
+// CONNECT_RESPONSE and never sends its RTU does not hold up an honest
+// rsocket client behind it (served within 2 s), and when it finally
+// rejects, the listener goes on serving.
+func TestLabHalfOpenDoesNotBlock(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 90*time.Second)
+	port := labPort(80)
+	var l *Listener
+	if e.serves {
+		lc := ListenConfig{AcceptTimeout: time.Minute, Options: Options{Logf: t.Logf}}
+		var err error
+		if l, err = lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+	e.RunRoles(t, func() error {
+		for i := range 2 {
+			c, err := l.AcceptRSocket(ctx)
+			if err != nil {
+				return fmt.Errorf("accept %d: %w", i, err)
+			}
+			_, err = io.Copy(c, c) // echo until the client closes its side
+			c.Close()
+			if err != nil {
+				return fmt.Errorf("echo %d: %w", i, err)
+			}
+		}
+		for l.Stats().Dropped == 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the half-open requester's reject was not counted: %+v", l.Stats())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		t.Logf("listener: %+v", l.Stats())
+		return nil
+	}, func() error {
+		addr := e.Peer + ":" + port
+		var id *cm.ID
+		ch, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+			func() (ch *cm.Channel, err error) {
+				ch, id, err = halfOpenConnect(ctx, addr)
+				return ch, err
+			})
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		defer id.Close()
+		echo := func(what string) error {
+			begin := time.Now()
+			d := Dialer{Timeout: 10 * time.Second}
+			c, err := d.DialRSocket(ctx, "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			defer c.Close()
+			msg := []byte("hello " + what)
+			if _, err := c.Write(msg); err != nil {
+				return fmt.Errorf("%s: write: %w", what, err)
+			}
+			c.CloseWrite()
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := io.ReadAll(c)
+			if err != nil || string(got) != string(msg) {
+				return fmt.Errorf("%s: echo %q, %v", what, got, err)
+			}
+			took := time.Since(begin)
+			t.Logf("%s: dial and echo in %v", what, took.Round(time.Millisecond))
+			if took > 2*time.Second {
+				return fmt.Errorf("%s: served in %v behind a half-open connect, want < 2 s", what, took)
+			}
+			return nil
+		}
+		if err := echo("honest client behind a half-open connect"); err != nil {
+			return err
+		}
+		id.Close() // the half-open requester gives up: REJ, reason 28
+		time.Sleep(200 * time.Millisecond)
+		return echo("honest client after the half-open requester's reject")
+	})
+}
