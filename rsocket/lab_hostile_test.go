@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 // halfOpenConnect sends an rsocket's connection request to addr from a raw
@@ -154,5 +156,66 @@ func TestLabHalfOpenDoesNotBlock(t *testing.T) {
 		id.Close() // the half-open requester gives up: REJ, reason 28
 		time.Sleep(200 * time.Millisecond)
 		return echo("honest client after the half-open requester's reject")
+	})
+}
+
+// TestLabPeerSendsSEND: a peer that connects with an rsocket's connection
+// data and then sends a 16-byte SEND (rsockets send only RDMA WRITE WITH
+// IMMEDIATE, into receives of 0 bytes) makes the rsocket fail with
+// ErrProtocol saying what the peer did, not with rxe's
+// IBV_WC_LOC_QP_OP_ERR blaming our own QP.
+func TestLabPeerSendsSEND(t *testing.T) {
+	e := requireLab(t)
+	ctx := labCtx(t, 60*time.Second)
+	port := labPort(81)
+	var l *Listener
+	if e.serves {
+		l = listenLab(t, ctx, e, port, Options{})
+	}
+	e.RunRoles(t, func() error {
+		c, err := l.AcceptRSocket(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err = c.Read(make([]byte, 64))
+		t.Logf("read: %v", err)
+		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "larger than the 0-byte receive") {
+			return fmt.Errorf("read after the peer's SEND: %v; want ErrProtocol naming the peer's SEND", err)
+		}
+		return nil
+	}, func() error {
+		cfg, err := (&Options{}).config()
+		if err != nil {
+			return err
+		}
+		data := make([]byte, connDataLen)
+		d := ownConnData(&memory{}, &cfg)
+		d.marshal(data)
+		c, err := labtest.Retry(ctx, func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+			func() (*cm.Conn, error) { return cm.Dial(ctx, e.Peer+":"+port, &cm.Options{PrivateData: data}) })
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 16)
+		mr, err := c.RegMR(buf, uverbs.AccessLocalWrite)
+		if err != nil {
+			return err
+		}
+		if err := c.QP().PostSend(uverbs.SendWR{ID: 1, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: []uverbs.SGE{mr.SGE(0, len(buf))}}); err != nil {
+			return err
+		}
+		wcs := make([]uverbs.WC, 4)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n, _, err := c.Wait(wctx, wcs, c.SendCQ())
+		if err == nil && n > 0 {
+			t.Logf("our SEND completed: %v", wcs[0].Status)
+		} else {
+			t.Logf("waiting for our SEND: %v", err)
+		}
+		return nil
 	})
 }
