@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,4 +222,111 @@ func TestLabPeerSendsSEND(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLabHTTPUnderHostileLoad measures an honest HTTP client's requests
+// (dial included) to http.Serve on a Listener, unloaded and while 64
+// half-open connects and 64 requesters sending garbage connection data
+// keep at it; it logs the ratio (a lab's timing is no assertion) and
+// checks every honest request is served and http.Serve keeps serving.
+func TestLabHTTPUnderHostileLoad(t *testing.T) {
+	e := requireLab(t)
+	if e.TwoNodes {
+		t.Skip("measured on one node")
+	}
+	ctx := labCtx(t, 150*time.Second)
+	port := labPort(82)
+	addr := e.Peer + ":" + port
+	var lc ListenConfig
+	l, err := lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	defer func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("http.Serve: %v", err)
+		}
+	}()
+	d := &Dialer{Timeout: 20 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+	const rounds = 5
+	measure := func(what string) (time.Duration, error) {
+		var times []time.Duration
+		for range rounds {
+			begin := time.Now()
+			resp, err := client.Get("http://" + addr + "/")
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", what, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(body) != "ok" {
+				return 0, fmt.Errorf("%s: body %q, %v", what, body, err)
+			}
+			times = append(times, time.Since(begin))
+		}
+		slices.Sort(times)
+		t.Logf("%s: %v (median %v)", what, times, times[rounds/2])
+		return times[rounds/2], nil
+	}
+	// Warm up (the first connection maps the device), then measure.
+	if _, err := measure("warm-up"); err != nil {
+		t.Fatal(err)
+	}
+	unloaded, err := measure("unloaded")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	actx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var halfOpens, garbage atomic.Int64
+	for range 64 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			// Half-open connects, again as the listener evicts or drops
+			// each, at most 20 each.
+			for i := 0; i < 20 && actx.Err() == nil; i++ {
+				ch, id, err := halfOpenConnect(actx, addr)
+				if err != nil {
+					continue
+				}
+				halfOpens.Add(1)
+				select {
+				case <-actx.Done():
+				case <-id.Disconnected():
+				case <-time.After(15 * time.Second):
+				}
+				id.Close()
+				ch.Close()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			o := &cm.Options{PrivateData: []byte("GET / HTTP/1.1 garbage, not rs_conn_data")}
+			for i := 0; i < 200 && actx.Err() == nil; i++ {
+				if c, err := cm.Dial(actx, addr, o); err == nil {
+					c.Close()
+				}
+				garbage.Add(1)
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second) // let the attack build up
+	loaded, err := measure("under 64 half-open + 64 garbage requesters")
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("honest request under attack: %v vs %v unloaded: %.2fx; %d half-open connects, %d garbage requests; listener %+v",
+		loaded, unloaded, float64(loaded)/float64(unloaded), halfOpens.Load(), garbage.Load(), l.Stats())
+	if _, err := measure("after the attack"); err != nil {
+		t.Fatal(err)
+	}
 }
