@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
@@ -91,6 +92,7 @@ func (lc *ListenConfig) listen(src requestSource) *Listener {
 		timeout:  orDefault(lc.AcceptTimeout, DefaultAcceptTimeout),
 		limit:    orDefault(lc.MaxPendingAccepts, DefaultMaxPendingAccepts),
 		ready:    make(chan *Conn),
+		setupErr: make(chan error, 1),
 		loopDone: make(chan struct{}),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -170,7 +172,10 @@ type Listener struct {
 	ctx     context.Context // ends with Close
 	cancel  context.CancelFunc
 	ready   chan *Conn // set up, for Accept
-	wg      sync.WaitGroup
+	// setupErr holds a setup's failure for want of a local resource, for
+	// Accept.
+	setupErr chan error
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	setups  []*pending // in progress, oldest first
@@ -260,6 +265,8 @@ func (l *Listener) setup(ctx context.Context, p *pending, req request, peer conn
 	case evicted:
 		l.stats.Evicted++
 		l.stats.Dropped++
+	case isResourceError(err):
+		l.stats.Failed++
 	default:
 		l.stats.Dropped++
 	}
@@ -269,6 +276,12 @@ func (l *Listener) setup(ctx context.Context, p *pending, req request, peer conn
 		from := req.remote()
 		switch {
 		case l.ctx.Err() != nil:
+		case !late && !evicted && isResourceError(err):
+			l.logf("rsocket: setting up the connection from %s failed: %v", from, err)
+			select {
+			case l.setupErr <- &resourceError{err}:
+			default: // one is already waiting for Accept
+			}
 		case late:
 			l.logf("rsocket: dropped the connection from %s: it was not completed within %v (%v)", from, l.timeout, err)
 		case evicted:
@@ -294,6 +307,23 @@ func (l *Listener) count(f func(*ListenerStats)) {
 	l.mu.Unlock()
 }
 
+// resourceError is a setup that failed for want of a local resource: a
+// temporary error, as accept(2)'s EMFILE is to http.Serve.
+type resourceError struct{ err error }
+
+func (e *resourceError) Error() string {
+	return "setting up an accepted connection: " + e.err.Error()
+}
+func (e *resourceError) Unwrap() error   { return e.err }
+func (e *resourceError) Temporary() bool { return true }
+func (e *resourceError) Timeout() bool   { return false }
+
+// isResourceError reports whether a setup failed for want of a local
+// resource (locked memory, file descriptors), not for its requester.
+func isResourceError(err error) bool {
+	return errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // Accept waits for the next connection and returns it as a net.Conn.
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.AcceptRSocket(context.Background())
@@ -308,14 +338,19 @@ func (l *Listener) Accept() (net.Conn, error) {
 // are rejected; requesters that give up, or do not complete the
 // connection within ListenConfig.AcceptTimeout, are dropped; both are
 // counted in Stats, reported to Options.Logf and skipped. It fails only
-// with ctx's error, with net.ErrClosed after Close, or with the listening
-// ID's own failure (the RDMA device went away). The caller must Close the
-// Conn.
+// with the Listener's own troubles: ctx's error, net.ErrClosed after
+// Close, the listening ID's failure (the RDMA device went away), or a
+// setup that failed for want of a local resource (ENOMEM when
+// RLIMIT_MEMLOCK is too low for the rings: raise it with ulimit -l;
+// EMFILE), which is a temporary net.Error (http.Serve waits and goes on).
+// The caller must Close the Conn.
 func (l *Listener) AcceptRSocket(ctx context.Context) (*Conn, error) {
 	opErr := func(err error) error { return &net.OpError{Op: "accept", Net: "rsocket", Addr: l.addr, Err: err} }
 	select {
 	case c := <-l.ready:
 		return c, nil
+	case err := <-l.setupErr:
+		return nil, opErr(err)
 	case <-l.loopDone:
 		return nil, opErr(l.loopErr)
 	case <-ctx.Done():
@@ -344,9 +379,12 @@ type ListenerStats struct {
 	// rejected, vanished or was unreachable, or TimedOut or Evicted.
 	Dropped  uint64
 	TimedOut uint64 // of Dropped: not completed within AcceptTimeout (a half-open connect)
-	Evicted  uint64 // of Dropped: evicted, still not completed, by MaxPendingAccepts newer requests
-	Pending  int    // setups under way now
-	Waiting  int    // connections set up and not yet taken by Accept now
+	// Failed counts the setups that failed for want of a local resource
+	// (ENOMEM: RLIMIT_MEMLOCK; EMFILE, ENFILE); Accept reports them.
+	Failed  uint64
+	Evicted uint64 // of Dropped: evicted, still not completed, by MaxPendingAccepts newer requests
+	Pending int    // setups under way now
+	Waiting int    // connections set up and not yet taken by Accept now
 }
 
 // Stats is a snapshot of the Listener's counters.

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -344,5 +346,30 @@ func TestListenerCloseDuringSetup(t *testing.T) {
 	<-bad.gaveUp
 	if st := l.Stats(); st.Dropped != 0 {
 		t.Errorf("Stats = %+v: the listener's own Close counted as a drop", st)
+	}
+}
+
+// A setup that fails for want of a local resource (ENOMEM: RLIMIT_MEMLOCK)
+// is the listener's own trouble: Accept returns it, as a temporary error
+// (http.Serve waits and goes on), and then serves the next requester.
+func TestListenerResourceErrorReported(t *testing.T) {
+	l, src := fakeListener(t, ListenConfig{})
+	bad := newFakeRequest(t, "10.0.0.2:1", false)
+	bad.err = fmt.Errorf("rdma_cm accept: rsocket: register receive ring: %w", syscall.ENOMEM)
+	src.reqs <- bad
+	_, err := acceptWithin(t, l, time.Second)
+	// http.Serve's test: a Temporary() error is waited out.
+	var ne interface{ Temporary() bool }
+	if !errors.Is(err, syscall.ENOMEM) || !errors.As(err, &ne) || !ne.Temporary() || os.IsTimeout(err) {
+		t.Fatalf("Accept: %v; want a temporary error matching ENOMEM", err)
+	}
+	src.reqs <- newFakeRequest(t, "10.0.0.2:2", true)
+	c, err := acceptWithin(t, l, time.Second)
+	if err != nil {
+		t.Fatalf("Accept after the failure: %v", err)
+	}
+	c.Close()
+	if st := l.Stats(); st.Failed != 1 || st.Dropped != 0 {
+		t.Errorf("Stats = %+v, want 1 failed, 0 dropped", st)
 	}
 }
