@@ -209,7 +209,11 @@ func TestLabIdleTimeout(t *testing.T) {
 	}, func() error {
 		defer close(clientDone)
 		if !e.TwoNodes {
-			<-listening
+			select {
+			case <-listening:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		var errb bytes.Buffer
 		begin := time.Now()
