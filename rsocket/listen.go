@@ -246,6 +246,7 @@ func (l *Listener) loop() {
 // the connection to Accept.
 func (l *Listener) setup(ctx context.Context, p *pending, req request, peer connData) {
 	defer l.wg.Done()
+	from := req.remote() // while the ID lives
 	c, err := req.accept(ctx, l.cfg, &l.o, peer)
 	late := ctx.Err() == context.DeadlineExceeded
 	l.mu.Lock()
@@ -273,7 +274,6 @@ func (l *Listener) setup(ctx context.Context, p *pending, req request, peer conn
 	l.mu.Unlock()
 	p.cancel()
 	if err != nil {
-		from := req.remote()
 		switch {
 		case l.ctx.Err() != nil:
 		case !late && !evicted && isResourceError(err):
