@@ -173,6 +173,13 @@ func (c *Conn) progressLocked() {
 func (c *Conn) recvLocked(wc *uverbs.WC) bool {
 	if wc.Status != uverbs.WCSuccess {
 		switch {
+		case wc.Status == uverbs.WCLocLenErr || wc.Status == uverbs.WCLocQPOpErr:
+			// Our receives have no buffer (rs_post_recv: RDMA WRITE WITH
+			// IMMEDIATE consumes one, its data goes to the ring): only a
+			// peer's SEND carrying data overflows one. rxe reports that
+			// as its own malformed WQE, hardware as a local length error;
+			// either way it is the peer's doing.
+			c.violationLocked(protoErr("the peer sent a message larger than the 0-byte receive rsockets post (the device reports %v): a SEND carrying data, where rsockets send only RDMA WRITE WITH IMMEDIATE", wc.Status))
 		case !wc.IsFlush():
 			c.failLocked(fmt.Errorf("receive: %w", wc.Err()))
 		case c.connected && !c.closed:

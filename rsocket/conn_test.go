@@ -408,6 +408,21 @@ func TestFakeHostile(t *testing.T) {
 			p.e.peer().complete(recvNoImm)
 			p.e.w.mu.Unlock()
 		}, "without immediate data"},
+		// A SEND carrying data finds a receive of 0 bytes: rxe reports
+		// IBV_WC_LOC_QP_OP_ERR (its copy fails), hardware
+		// IBV_WC_LOC_LEN_ERR; either way the peer's doing.
+		{"SEND with data (rxe)", nil, func(c *Conn, p *rawPeer) {
+			p.e.w.mu.Lock()
+			p.e.peer().recvs--
+			p.e.peer().complete(uverbs.WC{WRID: recvWRID, Status: uverbs.WCLocQPOpErr})
+			p.e.w.mu.Unlock()
+		}, "the peer sent a message larger than the 0-byte receive"},
+		{"SEND with data (hardware)", nil, func(c *Conn, p *rawPeer) {
+			p.e.w.mu.Lock()
+			p.e.peer().recvs--
+			p.e.peer().complete(uverbs.WC{WRID: recvWRID, Status: uverbs.WCLocLenErr})
+			p.e.w.mu.Unlock()
+		}, "where rsockets send only RDMA WRITE WITH IMMEDIATE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, p := rawPair(t, Options{}, tc.edit)

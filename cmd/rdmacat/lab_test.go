@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -175,3 +176,58 @@ func TestLabNetcat(t *testing.T) {
 		})
 	}
 }
+
+// TestLabIdleTimeout: a peer that accepts and never reads holds rdmacat's
+// write once the rings are full; --idle ends the connection with an error
+// saying so, instead of blocking for ever.
+func TestLabIdleTimeout(t *testing.T) {
+	e := labtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	port := "18710"
+	listening, clientDone := make(chan struct{}), make(chan struct{})
+	e.RunRoles(t, func() error {
+		l, err := rsocket.Listen(ctx, "tcp", e.Addr+":"+port)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		close(listening)
+		c, err := l.AcceptRSocket(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// Never read: hold the connection until rdmacat gave up (one
+		// node), or for longer than it should take (two).
+		select {
+		case <-clientDone:
+		case <-time.After(15 * time.Second):
+		case <-ctx.Done():
+		}
+		return nil
+	}, func() error {
+		defer close(clientDone)
+		if !e.TwoNodes {
+			select {
+			case <-listening:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var errb bytes.Buffer
+		begin := time.Now()
+		code := runNet(ctx, []string{"--idle", "1s", e.Peer + ":" + port}, newLabNet(), zeroReader(1<<30), io.Discard, &errb)
+		took := time.Since(begin)
+		t.Logf("rdmacat --idle 1s, exit %d after %v: %s", code, took.Round(time.Millisecond), errb.String())
+		if code != 1 || !strings.Contains(errb.String(), "no data moved for 1s") {
+			return fmt.Errorf("rdmacat exited %d: %s; want 1 and the idle timeout", code, errb.String())
+		}
+		if took > 20*time.Second {
+			return fmt.Errorf("rdmacat took %v to end an idle connection (--idle 1s)", took)
+		}
+		return nil
+	})
+}
+
+func zeroReader(n int64) io.Reader { return io.LimitReader(zeros{}, n) }

@@ -105,6 +105,7 @@ func runNet(ctx context.Context, args []string, nw network, stdin io.Reader, std
 	inline := fs.Int("inline", 0, "inline size in bytes (0: librdmacm's 64; -1: none)")
 	keepalive := fs.Duration("keepalive", 0, "keepalive interval (0: off, as librdmacm)")
 	timeout := fs.Duration("w", 0, "give up connecting after this long (0: no limit)")
+	idle := fs.Duration("idle", 0, "end the connection, with an error, when no data has moved either way for this long (0: no limit)")
 	rest, err := cliflag.ParseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -165,7 +166,7 @@ func runNet(ctx context.Context, args []string, nw network, stdin io.Reader, std
 	logf("connected %v -> %v", c.LocalAddr(), c.RemoteAddr())
 
 	start := time.Now()
-	sendErr, recvErr := pump(ctx, c, stdin, stdout, &sum)
+	sendErr, recvErr := pump(ctx, c, stdin, stdout, &sum, *idle)
 	sum.Seconds = time.Since(start).Seconds()
 	cerr := c.Close()
 	if sendErr == nil && recvErr == nil && cerr != nil {
@@ -176,13 +177,20 @@ func runNet(ctx context.Context, args []string, nw network, stdin io.Reader, std
 		sum.RecvMBps = float64(sum.ReceivedBytes) / sum.Seconds / 1e6
 	}
 	sum.OK = sendErr == nil && recvErr == nil
-	if sendErr != nil {
-		sum.SendError = sendErr.Error()
-		fmt.Fprintf(stderr, "rdmacat: sending: %v\n", sendErr)
-	}
-	if recvErr != nil {
-		sum.RecvError = recvErr.Error()
-		fmt.Fprintf(stderr, "rdmacat: receiving: %v\n", recvErr)
+	var idled idleError
+	switch {
+	case errors.As(sendErr, &idled) && errors.As(recvErr, &idled):
+		sum.SendError, sum.RecvError = idled.Error(), idled.Error()
+		fmt.Fprintf(stderr, "rdmacat: %v\n", idled)
+	default:
+		if sendErr != nil {
+			sum.SendError = sendErr.Error()
+			fmt.Fprintf(stderr, "rdmacat: sending: %v\n", sendErr)
+		}
+		if recvErr != nil {
+			sum.RecvError = recvErr.Error()
+			fmt.Fprintf(stderr, "rdmacat: receiving: %v\n", recvErr)
+		}
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(stderr)
@@ -198,14 +206,31 @@ func runNet(ctx context.Context, args []string, nw network, stdin io.Reader, std
 }
 
 // pump copies stdin to c (then CloseWrite) and c to stdout (until EOF), at
-// once; ctx's end closes c, which stops both.
+// once; ctx's end closes c, which stops both, and so does idle (when
+// positive) without data moving either way: then both errors are
+// idleError.
 //
 // The sending goroutine may outlive pump (stdin blocks, the connection
 // failed), so it counts what it sent in an atomic, never in sum.
-func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *summary) (sendErr, recvErr error) {
+func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *summary, idle time.Duration) (sendErr, recvErr error) {
 	sent := make(chan error, 1)
-	var sentBytes atomic.Int64
+	var sentBytes, recvBytes atomic.Int64
 	defer func() { sum.SentBytes = sentBytes.Load() }()
+	var idled atomic.Bool
+	if idle > 0 {
+		stdout = countWriter{stdout, &recvBytes}
+		defer func() {
+			if idled.Load() {
+				err := idleError{idle}
+				sendErr, recvErr = err, err
+			}
+		}()
+		stop := watchIdle(idle, func() int64 { return sentBytes.Load() + recvBytes.Load() }, func() {
+			idled.Store(true)
+			c.Close()
+		})
+		defer stop() // before the check above
+	}
 	go func() {
 		// Counted on the way in, so that io.Copy still finds c's
 		// io.ReaderFrom (rsocket's reads stdin straight into the
@@ -243,6 +268,51 @@ func pump(ctx context.Context, c conn, stdin io.Reader, stdout io.Writer, sum *s
 		sendErr = ctx.Err()
 	}
 	return sendErr, recvErr
+}
+
+// idleError is the end of a connection that moved no data for --idle.
+type idleError struct{ d time.Duration }
+
+func (e idleError) Error() string {
+	return fmt.Sprintf("no data moved for %v either way (--idle): ended the connection", e.d)
+}
+
+// watchIdle calls expire once progress has not changed for d, checking
+// every d/4 (at least every 10 ms); stop ends the watch.
+func watchIdle(d time.Duration, progress func() int64, expire func()) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(max(d/4, 10*time.Millisecond))
+		defer t.Stop()
+		last, since := progress(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				if p := progress(); p != last {
+					last, since = p, now
+				} else if now.Sub(since) >= d {
+					expire()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// countWriter adds what it writes to n.
+type countWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (cw countWriter) Write(p []byte) (int, error) {
+	k, err := cw.w.Write(p)
+	cw.n.Add(int64(k))
+	return k, err
 }
 
 // countReader adds what it reads to n. It has no WriteTo, on purpose: with

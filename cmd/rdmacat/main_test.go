@@ -167,7 +167,7 @@ func TestSendUsesReadFrom(t *testing.T) {
 	defer c.Close()
 	data := bytes.Repeat([]byte("sent with ReadFrom "), 10000)
 	var sum summary
-	sendErr, recvErr := pump(ctx, c, bytes.NewReader(data), io.Discard, &sum)
+	sendErr, recvErr := pump(ctx, c, bytes.NewReader(data), io.Discard, &sum, 0)
 	if sendErr != nil || recvErr != nil {
 		t.Fatalf("pump: send %v, receive %v", sendErr, recvErr)
 	}
@@ -203,4 +203,86 @@ type lateEOF time.Duration
 func (d lateEOF) Read([]byte) (int, error) {
 	time.Sleep(time.Duration(d))
 	return 0, io.EOF
+}
+
+// TestIdleTimeout: a peer that stops reading (and sends nothing) ends the
+// connection after --idle with an error saying so, instead of blocking
+// rdmacat's write for ever; a peer that keeps the data moving does not.
+func TestIdleTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			held <- c // never read, never written
+		}
+	}()
+	defer func() {
+		select {
+		case c := <-held:
+			c.Close()
+		default:
+		}
+	}()
+	// Far more than the sockets' buffers hold.
+	stdin := io.LimitReader(zeros{}, 1<<30)
+	var stderr bytes.Buffer
+	begin := time.Now()
+	code := runNet(ctx, []string{"--idle", "300ms", l.Addr().String()}, tcpNet{}, stdin, io.Discard, &stderr)
+	took := time.Since(begin)
+	if code != 1 || !strings.Contains(stderr.String(), "no data moved for 300ms") {
+		t.Errorf("exit %d, stderr %q; want 1 and the idle timeout", code, stderr.String())
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v to notice 300ms without progress", took)
+	}
+	t.Logf("ended after %v: %s", took.Round(time.Millisecond), stderr.String())
+
+	// Data that keeps moving, slower than --idle in total, is not idle.
+	nw := tcpNet{addrs: make(chan net.Addr, 1)}
+	codes := make(chan int, 1)
+	var sOut, sErr bytes.Buffer
+	go func() {
+		codes <- runNet(ctx, []string{"-l", "-q", "--idle", "300ms", "127.0.0.1:0"}, nw, strings.NewReader(""), &sOut, &sErr)
+	}()
+	var addr string
+	select {
+	case a := <-nw.addrs:
+		addr = a.String()
+	case code := <-codes:
+		t.Fatalf("listener: exit %d, stderr %q", code, sErr.String())
+	}
+	var cErr bytes.Buffer
+	if code := runNet(ctx, []string{"-q", "--idle", "300ms", addr}, tcpNet{}, &slowReader{n: 8, every: 100 * time.Millisecond}, io.Discard, &cErr); code != 0 {
+		t.Errorf("slow sender: exit %d, stderr %q", code, cErr.String())
+	}
+	if code := <-codes; code != 0 || sOut.String() != "xxxxxxxx" {
+		t.Errorf("listener: exit %d, received %q, stderr %q", code, sOut.String(), sErr.String())
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// slowReader yields n bytes "x", one every so often, then EOF.
+type slowReader struct {
+	n     int
+	every time.Duration
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(r.every)
+	r.n--
+	p[0] = 'x'
+	return 1, nil
 }
