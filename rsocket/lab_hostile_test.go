@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
-	"github.com/rdmago/rdmago/internal/abi"
 	"github.com/rdmago/rdmago/internal/labtest"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -73,9 +72,9 @@ func halfOpenConnect(ctx context.Context, addr string) (*cm.Channel, *cm.ID, err
 		return fail(err)
 	}
 	switch ev.Type {
-	case abi.RDMA_CM_EVENT_CONNECT_RESPONSE:
+	case cm.EventConnectResponse:
 		return ch, id, nil
-	case abi.RDMA_CM_EVENT_REJECTED:
+	case cm.EventRejected:
 		if cm.RejectReason(ev.Status) == cm.RejInvalidServiceID {
 			return fail(fmt.Errorf("half-open connect: %w", cm.ErrNoListener))
 		}
