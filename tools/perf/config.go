@@ -340,7 +340,7 @@ func (c *Config) finish(size int) error {
 	switch {
 	case t == ConnTime:
 		if c.Perftest {
-			return errors.New("--perftest: conn_time has no perftest counterpart")
+			return fmt.Errorf("--perftest: %w", c.checkPerftest())
 		}
 		if c.All || c.set("s", "size") || c.Duration > 0 {
 			return errors.New("conn_time takes -n (connections), not -s, -a or -D")
@@ -466,13 +466,8 @@ func (c *Config) finish(size int) error {
 		return fmt.Errorf("-m %d: want 256, 512, 1024, 2048 or 4096", c.MTU)
 	}
 	if c.Perftest {
-		switch {
-		case len(c.Sizes) != 1:
-			return errors.New("--perftest runs one size: give -s instead of -a")
-		case c.Duration > 0:
-			return errors.New("--perftest runs -n iterations: -D is not implemented against perftest")
-		case c.PostList > 1:
-			return errors.New("--perftest: -l is not implemented against perftest")
+		if err := c.checkPerftest(); err != nil {
+			return fmt.Errorf("--perftest: %w", err)
 		}
 	}
 	if c.IBPort < 1 || c.IBPort > 255 {
@@ -483,6 +478,23 @@ func (c *Config) finish(size int) error {
 	}
 	if c.Timeout < 0 || c.Timeout > 31 {
 		return fmt.Errorf("-u %d: want 0..31", c.Timeout)
+	}
+	return nil
+}
+
+// checkPerftest rejects what a run against perftest cannot do: it names
+// the flag to change. It applies to --perftest and to a server that finds
+// its client is perftest.
+func (c *Config) checkPerftest() error {
+	switch {
+	case c.Test == ConnTime:
+		return errors.New("conn_time has no perftest counterpart")
+	case len(c.Sizes) != 1:
+		return errors.New("perftest runs one size: give -s instead of -a")
+	case c.Duration > 0:
+		return errors.New("perftest runs -n iterations: -D is not implemented against perftest")
+	case c.PostList > 1:
+		return errors.New("-l is not implemented against perftest")
 	}
 	return nil
 }

@@ -206,6 +206,15 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	if _, err := s.ctrl.expect(ctx, kindHelloOK); err != nil {
+		var pp *perftestPeer
+		if errors.As(err, &pp) {
+			// perftest's server read rdmaperf's hello as the client's
+			// version: its exchange cannot be resumed (see
+			// servePerftest for the other way round).
+			s.ctrl.Close()
+			s.ctrl = nil
+			return nil, fmt.Errorf("the server is perftest %s: run this client with --perftest", pp.version)
+		}
 		return nil, err
 	}
 	if s.cfg.Test == ConnTime {
@@ -320,6 +329,10 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 	}
 	s.tracef("control channel up")
 	m, err := s.ctrl.expect(ctx, kindHello)
+	var pp *perftestPeer
+	if errors.As(err, &pp) {
+		return s.servePerftest(ctx, ln, pp, stderr)
+	}
 	if err != nil {
 		return nil, err
 	}
