@@ -199,7 +199,9 @@ With --perftest rdmaperf speaks perftest's own TCP exchange instead (with
 -R its rdma_cm exchange), as client of ib_write_bw and its siblings
 (ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}) or as server for them:
 then nothing is sent ahead, and both sides must be given the same test, -s,
--n, -q and -R, as with perftest.
+-n, -q and -R, as with perftest. A server without --perftest whose client
+turns out to be perftest speaks its exchange all the same, and says so; a
+client needs --perftest to meet perftest's server.
 `
 
 // ParseArgs parses rdmaperf's command line: the test name, then perftest's
