@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 var bgCtx = context.Background()
@@ -203,6 +204,12 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 	}
 	s.tracef("control channel up")
 	if err := s.ctrl.send(&message{Kind: kindHello, Hello: helloFrom(s.cfg)}); err != nil {
+		var we *uverbs.WCError
+		if s.cfg.RDMACM && errors.As(err, &we) && we.WC.Status == uverbs.WCRemInvReqErr {
+			// rdmaperf's server receives up to 64 KiB; perftest's
+			// rdma_cm exchange posts one 56-byte receive.
+			return nil, fmt.Errorf("%w: the server's receive is too small for rdmaperf's first message, as perftest's rdma_cm exchange posts: if the server is perftest (-R), run this client with --perftest", err)
+		}
 		return nil, err
 	}
 	if _, err := s.ctrl.expect(ctx, kindHelloOK); err != nil {
