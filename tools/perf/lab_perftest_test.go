@@ -358,6 +358,23 @@ func TestLabPerftestMismatch(t *testing.T) {
 	t.Logf("rdmaperf client facing ib_write_bw's server, after %v: %v", time.Since(t0), err)
 	pcancel()
 	t.Logf("ib_write_bw's server: %v", <-srv)
+	// The same with -R: perftest's one 56-byte receive rejects the hello.
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	go func() {
+		_, err := perftestTool(t, rctx, "ib_write_bw", "-R", "-s", "4096", "-n", "50", "-p", "18785")
+		srv <- err
+	}()
+	t0 = time.Now()
+	_, err = labtest.Retry(ctx, retryable, func() ([]byte, error) {
+		return rdmaperf(ctx, []string{"write_bw", "-R", "-s", "4096", "-n", "50", "-p", "18785", "--timeout", "30s", e.Peer})
+	})
+	if want := "run this client with --perftest"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("rdmaperf -R client facing ib_write_bw -R's server: %v; want an error saying %q", err, want)
+	}
+	t.Logf("rdmaperf -R client facing ib_write_bw -R's server, after %v: %v", time.Since(t0), err)
+	rcancel()
+	t.Logf("ib_write_bw -R's server: %v", <-srv)
 	// A perftest server of another test: the wait for the peer's part ends
 	// at --timeout with a question, never a hang.
 	cctx, cancel := context.WithCancel(ctx)

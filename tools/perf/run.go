@@ -205,9 +205,11 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 	s.tracef("control channel up")
 	if err := s.ctrl.send(&message{Kind: kindHello, Hello: helloFrom(s.cfg)}); err != nil {
 		var we *uverbs.WCError
-		if s.cfg.RDMACM && errors.As(err, &we) && we.WC.Status == uverbs.WCRemInvReqErr {
+		if s.cfg.RDMACM && errors.As(err, &we) && (we.WC.Status == uverbs.WCRemOpErr || we.WC.Status == uverbs.WCRemInvReqErr) {
 			// rdmaperf's server receives up to 64 KiB; perftest's
-			// rdma_cm exchange posts one 56-byte receive.
+			// rdma_cm exchange posts one 56-byte receive, which the
+			// hello overflows (rxe says IBV_WC_REM_OP_ERR, the
+			// verbs spec IBV_WC_REM_INV_REQ_ERR).
 			return nil, fmt.Errorf("%w: the server's receive is too small for rdmaperf's first message, as perftest's rdma_cm exchange posts: if the server is perftest (-R), run this client with --perftest", err)
 		}
 		return nil, err
