@@ -17,7 +17,10 @@
 // rdma_cm exchange) instead of its own protocol, as client of perftest's
 // servers (ib_write_bw, ib_atomic_lat, ...) or as server for their clients;
 // both sides then take the same test, -s, -n, -q and -R, as two perftest
-// programs do.
+// programs do. A server without --perftest whose client turns out to be
+// perftest speaks its exchange all the same, and says so on stderr; a
+// client facing perftest's server cannot (perftest's server has read its
+// first message as a version by then) and asks for --perftest.
 // The logic lives in tools/perf.
 package main
 

@@ -199,7 +199,9 @@ With --perftest rdmaperf speaks perftest's own TCP exchange instead (with
 -R its rdma_cm exchange), as client of ib_write_bw and its siblings
 (ib_{write,read,send}_{bw,lat}, ib_atomic_{bw,lat}) or as server for them:
 then nothing is sent ahead, and both sides must be given the same test, -s,
--n, -q and -R, as with perftest.
+-n, -q and -R, as with perftest. A server without --perftest whose client
+turns out to be perftest speaks its exchange all the same, and says so; a
+client needs --perftest to meet perftest's server.
 `
 
 // ParseArgs parses rdmaperf's command line: the test name, then perftest's
@@ -340,7 +342,7 @@ func (c *Config) finish(size int) error {
 	switch {
 	case t == ConnTime:
 		if c.Perftest {
-			return errors.New("--perftest: conn_time has no perftest counterpart")
+			return fmt.Errorf("--perftest: %w", c.checkPerftest())
 		}
 		if c.All || c.set("s", "size") || c.Duration > 0 {
 			return errors.New("conn_time takes -n (connections), not -s, -a or -D")
@@ -466,13 +468,8 @@ func (c *Config) finish(size int) error {
 		return fmt.Errorf("-m %d: want 256, 512, 1024, 2048 or 4096", c.MTU)
 	}
 	if c.Perftest {
-		switch {
-		case len(c.Sizes) != 1:
-			return errors.New("--perftest runs one size: give -s instead of -a")
-		case c.Duration > 0:
-			return errors.New("--perftest runs -n iterations: -D is not implemented against perftest")
-		case c.PostList > 1:
-			return errors.New("--perftest: -l is not implemented against perftest")
+		if err := c.checkPerftest(); err != nil {
+			return fmt.Errorf("--perftest: %w", err)
 		}
 	}
 	if c.IBPort < 1 || c.IBPort > 255 {
@@ -483,6 +480,23 @@ func (c *Config) finish(size int) error {
 	}
 	if c.Timeout < 0 || c.Timeout > 31 {
 		return fmt.Errorf("-u %d: want 0..31", c.Timeout)
+	}
+	return nil
+}
+
+// checkPerftest rejects what a run against perftest cannot do: it names
+// the flag to change. It applies to --perftest and to a server that finds
+// its client is perftest.
+func (c *Config) checkPerftest() error {
+	switch {
+	case c.Test == ConnTime:
+		return errors.New("conn_time has no perftest counterpart")
+	case len(c.Sizes) != 1:
+		return errors.New("perftest runs one size: give -s instead of -a")
+	case c.Duration > 0:
+		return errors.New("perftest runs -n iterations: -D is not implemented against perftest")
+	case c.PostList > 1:
+		return errors.New("-l is not implemented against perftest")
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func decode(b []byte, err error) (*message, error) {
 	var m message
 	if err := json.Unmarshal(b, &m); err != nil {
 		if v, _, _ := bytes.Cut(b, []byte{0}); len(v) > 0 && looksPerftest(v) {
-			return nil, fmt.Errorf("control channel: the peer sent %q, perftest's version exchange: it is perftest (ib_write_bw -R, ...) or rdmaperf --perftest -R; add --perftest on this side", v)
+			return nil, &perftestPeer{version: string(v), read: b}
 		}
 		return nil, fmt.Errorf("control message: %w", err)
 	}
@@ -267,7 +267,10 @@ func (t *tcpTransport) readMsg(context.Context) ([]byte, error) {
 	n := binary.BigEndian.Uint32(h[:])
 	if n > maxMsg {
 		if looksPerftest(h[:]) {
-			return nil, fmt.Errorf("control channel: the peer sent %q, perftest's version exchange: it is perftest (ib_write_bw, ...) or rdmaperf --perftest; add --perftest on this side", h[:])
+			// The rest of the 16-byte version is usually here already.
+			rest, _ := t.r.Peek(min(12, t.r.Buffered()))
+			v, _, _ := bytes.Cut(append(h[:], rest...), []byte{0})
+			return nil, &perftestPeer{version: string(v), read: append([]byte(nil), h[:]...)}
 		}
 		return nil, fmt.Errorf("control channel: message of %d bytes (max %d), starting %q: is the peer rdmaperf?", n, maxMsg, h[:])
 	}
@@ -277,6 +280,22 @@ func (t *tcpTransport) readMsg(context.Context) ([]byte, error) {
 }
 
 func (t *tcpTransport) Close() error { return t.c.Close() }
+
+// perftestPeer is a control channel whose peer opened with perftest's
+// version message (exchange_versions): perftest's client or server, or
+// rdmaperf --perftest. A server goes on in perftest's exchange on the same
+// connection (runServer); a client cannot, and says so (runClient).
+type perftestPeer struct {
+	version string // the version as far as it arrived ("6.06")
+	// read is what the transport consumed of the peer's message: the
+	// start of it on TCP (the rest is in the transport's reader), the
+	// whole message with -R.
+	read []byte
+}
+
+func (e *perftestPeer) Error() string {
+	return fmt.Sprintf("control channel: the peer sent %q, perftest's version message: it is perftest (ib_write_bw, ...) or rdmaperf --perftest; add --perftest on this side", e.version)
+}
 
 // looksPerftest reports the start of perftest's version message ("6.06",
 // "5.70", "25.04..."): digits with a dot.

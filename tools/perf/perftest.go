@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/tools/perf/ptwire"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -47,16 +48,33 @@ func PerftestGlitch(out string) string {
 
 // runPerftest runs one side of a test against a perftest program.
 func (s *session) runPerftest(ctx context.Context) (*Report, error) {
-	c := s.cfg
 	pc, ln, comm, err := s.ptConnect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The QPs' connections go first: a perftest client waits for their
-	// disconnection before it lets the exchange's connection go.
+	s.ptKeep(pc, ln)
+	return s.runPerftestOn(ctx, pc, ln, comm)
+}
+
+// ptKeep closes the exchange's connection and listener last: the QPs'
+// connections go first, as a perftest client waits for their
+// disconnection before it lets the exchange's connection go.
+func (s *session) ptKeep(pc *ptwire.Conn, ln *cm.Listener) {
 	s.closeLast = append(s.closeLast, pc)
 	if ln != nil {
 		s.closeLast = append(s.closeLast, ln)
+	}
+}
+
+// runPerftestOn runs the test on perftest's exchange pc, from the version
+// exchange on. With -R, comm is the rdma_cm connection under it and, on the
+// server, ln the listener the QPs' connections arrive on.
+func (s *session) runPerftestOn(ctx context.Context, pc *ptwire.Conn, ln *cm.Listener, comm *cm.Conn) (*Report, error) {
+	c := s.cfg
+	// The versions first: a peer that is not perftest shows before this
+	// side opens its device.
+	if _, err := pc.Versions(); err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
 	s.newEndpoints(c.QPs)
@@ -67,9 +85,6 @@ func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	} else if err := s.openDevice(); err != nil {
-		return nil, err
-	}
-	if _, err := pc.Versions(); err != nil {
 		return nil, err
 	}
 	// Later waits can last the peer's whole run: --timeout bounds them.
@@ -218,6 +233,12 @@ func (s *session) runPerftest(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 		if passive {
+			if s.adapted && !c.set("s", "size") && peer.Size > 0 && peer.Size <= uint64(c.MaxMsg()) {
+				// A server that found perftest without being told
+				// (runServer) takes the client's size, as from an
+				// rdmaperf client: its buffers held the client's writes.
+				size = int(peer.Size)
+			}
 			if peer.Size != uint64(size) {
 				return nil, fmt.Errorf("the peer reports %d-byte messages, this side was given -s %d: give both the same size", peer.Size, size)
 			}

@@ -3,6 +3,7 @@
 package perf
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -342,4 +343,69 @@ func errOrOK(err error) any {
 		return "ok"
 	}
 	return err
+}
+
+// servePerftest goes on as with --perftest on a server whose client turned
+// out to be perftest (or rdmaperf --perftest): its first message on the
+// control channel was perftest's version, which pp holds as far as the
+// channel read it. perftest's exchange resumes on the same connection from
+// those bytes: perftest's client writes first, so nothing was lost. A
+// client cannot do the same (runClient): perftest's server has read
+// rdmaperf's first message as the client's version by then.
+//
+// perftest sends no settings: this server runs its own -s, -n and -q, and
+// flags that perftest cannot follow (checkPerftest) fail the run with the
+// flag to change.
+func (s *session) servePerftest(ctx context.Context, ln *listener, pp *perftestPeer, stderr io.Writer) (*Report, error) {
+	var pc *ptwire.Conn
+	var cl *cm.Listener
+	var comm *cm.Conn
+	switch t := s.ctrl.t.(type) {
+	case *tcpTransport:
+		// The control channel's reader stopped at the version: t.r holds
+		// what came after the bytes it consumed.
+		nc := &replayConn{Conn: t.c, r: io.MultiReader(bytes.NewReader(pp.read), t.r)}
+		pc = ptTCPConn(ctx, nc, false)
+	case *cmTransport:
+		pc = ptwire.NewMsgConn(&replayMessenger{Messenger: ptMessenger{ctx: ctx, t: t}, first: pp.read}, false, ptHelloWait)
+		// perftest's QPs' connections come to the control channel's
+		// listener, which outlives them (ptKeep).
+		cl, comm = ln.cm, t.conn
+		ln.cm = nil
+	default:
+		return nil, pp
+	}
+	s.ctrl = nil // nothing of rdmaperf's protocol goes to perftest
+	s.ptKeep(pc, cl)
+	c := s.cfg
+	if err := c.checkPerftest(); err != nil {
+		return nil, fmt.Errorf("the client is perftest %s, which sends no settings: this server runs as with --perftest, where %w", pp.version, err)
+	}
+	s.adapted = true
+	fmt.Fprintf(stderr, "rdmaperf: the peer is perftest %s (ib_%v): speaking its exchange, as with --perftest (perftest sends no settings: this side runs -s %d -n %d -q %d)\n", pp.version, c.Test, c.Sizes[0], c.Iters, c.QPs)
+	s.tracef("the client is perftest %s: perftest's exchange", pp.version)
+	return s.runPerftestOn(ctx, pc, cl, comm)
+}
+
+// replayConn is a connection whose first bytes were read already: r gives
+// them, then the rest.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// replayMessenger gives first, then the messages of the Messenger.
+type replayMessenger struct {
+	ptwire.Messenger
+	first []byte
+}
+
+func (m *replayMessenger) ReadMsg(d time.Duration) ([]byte, error) {
+	if b := m.first; b != nil {
+		m.first = nil
+		return b, nil
+	}
+	return m.Messenger.ReadMsg(d)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/uverbs"
 )
 
 var bgCtx = context.Background()
@@ -203,9 +204,26 @@ func (s *session) runClient(ctx context.Context) (*Report, error) {
 	}
 	s.tracef("control channel up")
 	if err := s.ctrl.send(&message{Kind: kindHello, Hello: helloFrom(s.cfg)}); err != nil {
+		var we *uverbs.WCError
+		if s.cfg.RDMACM && errors.As(err, &we) && (we.WC.Status == uverbs.WCRemOpErr || we.WC.Status == uverbs.WCRemInvReqErr) {
+			// rdmaperf's server receives up to 64 KiB; perftest's
+			// rdma_cm exchange posts one 56-byte receive, which the
+			// hello overflows (rxe says IBV_WC_REM_OP_ERR, the
+			// verbs spec IBV_WC_REM_INV_REQ_ERR).
+			return nil, fmt.Errorf("%w: the server's receive is too small for rdmaperf's first message, as perftest's rdma_cm exchange posts: if the server is perftest (-R), run this client with --perftest", err)
+		}
 		return nil, err
 	}
 	if _, err := s.ctrl.expect(ctx, kindHelloOK); err != nil {
+		var pp *perftestPeer
+		if errors.As(err, &pp) {
+			// perftest's server read rdmaperf's hello as the client's
+			// version: its exchange cannot be resumed (see
+			// servePerftest for the other way round).
+			s.ctrl.Close()
+			s.ctrl = nil
+			return nil, fmt.Errorf("the server is perftest %s: run this client with --perftest", pp.version)
+		}
 		return nil, err
 	}
 	if s.cfg.Test == ConnTime {
@@ -320,6 +338,10 @@ func (s *session) runServer(ctx context.Context, stderr io.Writer) (*Report, err
 	}
 	s.tracef("control channel up")
 	m, err := s.ctrl.expect(ctx, kindHello)
+	var pp *perftestPeer
+	if errors.As(err, &pp) {
+		return s.servePerftest(ctx, ln, pp, stderr)
+	}
 	if err != nil {
 		return nil, err
 	}

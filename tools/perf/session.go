@@ -78,6 +78,9 @@ type session struct {
 	// closeLast are closed after everything else: perftest's rdma_cm
 	// exchange and its listener, which outlive the QPs' connections.
 	closeLast []io.Closer
+	// adapted: a server without --perftest found its client is perftest
+	// and speaks its exchange (runServer).
+	adapted bool
 }
 
 // tracef notes a setup step with the time since the start.
