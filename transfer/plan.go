@@ -132,12 +132,4 @@ const (
 	KindDir  Kind = 2 // a directory, no data
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindFile:
-		return "file"
-	case KindDir:
-		return "directory"
-	}
-	return fmt.Sprintf("kind %d", uint8(k))
-}
+func (k Kind) String() string { return rdcp.Kind(k).String() }

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"hash"
 
 	"github.com/rdmago/rdmago/internal/rdcp"
@@ -31,17 +30,8 @@ const (
 	VerifyNone Verify = 3
 )
 
-var verifyNames = [...]string{VerifyCRC32C: "crc32c", VerifySHA256: "sha256", VerifyNone: "none"}
-
-func (v Verify) String() string {
-	if v == 0 {
-		return "default (crc32c)"
-	}
-	if int(v) < len(verifyNames) && verifyNames[v] != "" {
-		return verifyNames[v]
-	}
-	return fmt.Sprintf("verify %d", uint8(v))
-}
+// String names the policy as rdmacp's --verify does ("crc32c", ...).
+func (v Verify) String() string { return rdcp.Verify(v).String() }
 
 func (v Verify) or() Verify {
 	if v == 0 {
