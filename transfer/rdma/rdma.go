@@ -474,6 +474,22 @@ func (t *Transport) wcErr(wc *uverbs.WC) error {
 	return wc.Err()
 }
 
+// recvWCErr maps a failed receive completion to the transport's errors.
+// A receive fails with IBV_WC_LOC_LEN_ERR (hardware) or
+// IBV_WC_LOC_QP_OP_ERR (rxe, which reports it as its own malformed WQE)
+// only when the peer's SEND does not fit the posted buffer of
+// transfer.MaxMessageSize bytes: a transfer.ErrProtocol saying what the
+// peer did, not a fault of our QP.
+func (t *Transport) recvWCErr(wc *uverbs.WC) error {
+	switch wc.Status {
+	case uverbs.WCLocLenErr, uverbs.WCLocQPOpErr:
+		return &transfer.Error{Code: transfer.CodeProtocol, Text: fmt.Sprintf(
+			"the peer sent a message larger than the %d-byte receive (the device reports %v): a SEND longer than the protocol's largest message",
+			transfer.MaxMessageSize, wc.Status)}
+	}
+	return t.wcErr(wc)
+}
+
 // Drain implements transfer.Transport: it polls (and sleeps on) the send CQ
 // until every posted request has completed.
 func (t *Transport) Drain(ctx context.Context) error {
@@ -519,7 +535,7 @@ func (t *Transport) Receive(ctx context.Context) (transfer.Arrival, error) {
 			wc := t.rpend[0]
 			t.rpend = t.rpend[1:]
 			if wc.Status != uverbs.WCSuccess {
-				return transfer.Arrival{}, fmt.Errorf("receive: %w", t.wcErr(&wc))
+				return transfer.Arrival{}, fmt.Errorf("receive: %w", t.recvWCErr(&wc))
 			}
 			i := int(wc.WRID)
 			t.repost = i
