@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/rdmago/rdmago/internal/cliflag"
@@ -84,12 +83,14 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 		fmt.Fprintf(stderr, "rdmacp: receiving into %s on %s\n", dir, ln.Addr())
 	}
 
-	var mu sync.Mutex // one connection's lines at a time
-	onConn := func(rep *transfer.ConnReport, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		recvReport(stdout, stderr, &c, rep, err)
-	}
+	// Failed connections are logged rate-limited per peer address: a
+	// storm of hostile ones must not fill the disk.
+	cr := &connReporter{stdout: stdout, stderr: stderr, c: &c, lim: newConnLimiter(time.Now, logInterval, logBurst, logPeers)}
+	onConn := cr.report
+	flushCtx, stopFlush := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() { defer close(flushed); cr.run(flushCtx) }()
+	defer func() { stopFlush(); <-flushed; cr.flush(true) }()
 	if *once {
 		t, err := ln.Accept(ctx)
 		if err != nil {
