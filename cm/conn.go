@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmago/rdmago/internal/retry"
 	"github.com/rdmago/rdmago/internal/sysfs"
 	"github.com/rdmago/rdmago/uverbs"
 )
@@ -105,21 +106,14 @@ const (
 // ctx ends, waiting between tries from listenerRetryMin, doubling up to
 // listenerRetryMax.
 func retryNoListener(ctx context.Context, try func() (*Conn, error)) (*Conn, error) {
-	wait := listenerRetryMin
-	for {
-		c, err := try()
-		if err == nil || !errors.Is(err, ErrNoListener) {
-			return c, err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errors.Join(err, ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, listenerRetryMax)
+	var c *Conn
+	err, ctxErr := retry.Backoff(ctx, listenerRetryMin, listenerRetryMax,
+		func(err error) bool { return errors.Is(err, ErrNoListener) },
+		func() (err error) { c, err = try(); return err })
+	if ctxErr != nil {
+		return nil, errors.Join(err, ctxErr)
 	}
+	return c, err
 }
 
 // DialUD resolves the RDMA_PS_UDP service at addr (rdma_connect on a UDP

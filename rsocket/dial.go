@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/cm"
+	"github.com/rdmago/rdmago/internal/retry"
 )
 
 // librdmacm's defaults (rsocket.c; /etc/rdma/rsocket/*_default override
@@ -225,21 +226,14 @@ const (
 // pausing from waitListenerFirst doubling up to waitListenerMax, until
 // ctx ends; then the error is the last refusal joined with ctx's error.
 func retryNoListener[T any](ctx context.Context, dial func() (T, error)) (T, error) {
-	pause := waitListenerFirst
-	for {
-		v, err := dial()
-		if err == nil || !errors.Is(err, cm.ErrNoListener) {
-			return v, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, fmt.Errorf("%w (waited for a listener until: %w)", err, ctx.Err())
-		case <-t.C:
-		}
-		pause = min(2*pause, waitListenerMax)
+	var v T
+	err, ctxErr := retry.Backoff(ctx, waitListenerFirst, waitListenerMax,
+		func(err error) bool { return errors.Is(err, cm.ErrNoListener) },
+		func() (err error) { v, err = dial(); return err })
+	if ctxErr != nil {
+		return v, fmt.Errorf("%w (waited for a listener until: %w)", err, ctxErr)
 	}
+	return v, err
 }
 
 // noListenerHint adds to a refusal by a port nobody listens on the usual

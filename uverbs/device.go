@@ -159,21 +159,13 @@ func LookupDevice(q DeviceQuery) (Device, error) {
 		}
 		devs = on
 	}
-	names := make([]string, len(all))
-	for i, d := range all {
-		names[i] = d.Name
-	}
 	switch {
 	case len(all) == 0:
 		return Device{}, fmt.Errorf("%w: %s", ErrNoDevice, noDeviceHint)
 	case len(devs) == 0:
-		return Device{}, fmt.Errorf("no RDMA device with %v (have %s): %w: %s", q, strings.Join(names, ", "), ErrNoDevice, noDeviceHint)
+		return Device{}, fmt.Errorf("no RDMA device with %v (have %s): %w: %s", q, deviceNames(all), ErrNoDevice, noDeviceHint)
 	case len(devs) > 1 && q.Name == "":
-		match := make([]string, len(devs))
-		for i, d := range devs {
-			match[i] = d.Name
-		}
-		return Device{}, fmt.Errorf("%d RDMA devices match %v (%s): name one", len(devs), q, strings.Join(match, ", "))
+		return Device{}, fmt.Errorf("%d RDMA devices match %v (%s): name one", len(devs), q, deviceNames(devs))
 	}
 	return devs[0], nil
 }
@@ -269,4 +261,13 @@ func deviceNameByIndex(idx int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no RDMA device with index %d: %w", idx, ErrNoDevice)
+}
+
+// deviceNames lists devs' names for an error message ("rxe0, rxe1").
+func deviceNames(devs []Device) string {
+	names := make([]string, len(devs))
+	for i, d := range devs {
+		names[i] = d.Name
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,6 +1,7 @@
 // Package retry paces connection attempts: package transfer's DialSend
 // (a receiver busy with handshakes) and transfer/rdma's Dial (a receiver
-// not listening yet) share it.
+// not listening yet) share Delay; cm's and rsocket's WaitForListener
+// share Backoff.
 package retry
 
 import (
