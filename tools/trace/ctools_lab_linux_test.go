@@ -44,14 +44,61 @@ type cTool struct {
 	// after the client is done it is stopped (SIGTERM, see stop), and its
 	// exit status is not checked.
 	stays bool
-	// timeout bounds the whole run (3 minutes when 0).
+	// timeout bounds one run of server and client (3 minutes when 0).
 	timeout time.Duration
+	// reset, if set, discards what a failed run left outside the trace
+	// (the strace output files) before trace runs again.
+	reset func()
 }
 
 // trace runs c.server (if any), then (after the server had time to
 // listen, retrying) c.client, under a tracer filtered on c.comm, and
-// returns every record of theirs with their outputs.
+// returns every record of theirs with their outputs. A run whose client
+// fails is discarded whole (its tracer closed, c.reset called, the
+// server's process group killed) and run again with a fresh server:
+// a server a failed client left midway through its protocol (perftest's
+// -R exchange) would hang the next client. It fails after 3 runs.
 func (c cTool) trace(t *testing.T) cToolRun {
+	t.Helper()
+	const runs = 3
+	for n := 1; ; n++ {
+		run, err := c.traceOnce(t)
+		if err == nil {
+			return run
+		}
+		if n == runs {
+			t.Fatalf("%s: %d runs failed, the last: %v", c.comm, runs, err)
+		}
+		t.Logf("%s run %d of %d: %v; running server and client again", c.comm, n, runs, err)
+		if c.reset != nil {
+			c.reset()
+		}
+	}
+}
+
+// ownGroup makes cmd the leader of a process group that a cancelled
+// context kills whole: killing strace alone would leave the program it
+// runs detached and running, holding its QPs into the next test.
+func ownGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.Cancel = func() error { return killGroup(cmd) }
+}
+
+// killGroup kills the process group cmd leads (ownGroup).
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// traceOnce is one run of trace. It fails the test for what a new run
+// would not change (the tracer, a server that fails after a good client)
+// and returns the client's error for trace to run again.
+func (c cTool) traceOnce(t *testing.T) (cToolRun, error) {
 	t.Helper()
 	comm := c.comm
 	// A ring that holds a whole run's records even if the reader below
@@ -61,6 +108,7 @@ func (c cTool) trace(t *testing.T) cToolRun {
 	// host's two cores busy) lost 370 of ib_write_lat's (make test,
 	// 2026-11-29).
 	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true, RingBytes: 32 << 20})
+	defer tr.Close() // closed again, idempotently, by openTracer's cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.timeout, 3*time.Minute))
 	defer cancel()
 	// Read while the programs run (perftest makes thousands of calls, more
@@ -97,6 +145,10 @@ func (c cTool) trace(t *testing.T) cToolRun {
 			r.recs = append(r.recs, rec)
 		}
 	}()
+	stopReader := func() readResult {
+		close(exited)
+		return <-read
+	}
 
 	var srv *exec.Cmd
 	var sout strings.Builder
@@ -104,10 +156,11 @@ func (c cTool) trace(t *testing.T) cToolRun {
 		srv = c.server(ctx)
 		srv.Stdout, srv.Stderr = &sout, &sout
 		srv.WaitDelay = 5 * time.Second // a killed strace leaves its tracee holding the output
+		ownGroup(srv)
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer srv.Process.Kill()
+		defer killGroup(srv)
 	}
 	var cout []byte
 	var err error
@@ -118,16 +171,22 @@ func (c cTool) trace(t *testing.T) cToolRun {
 		}
 		cl := c.client(ctx)
 		cl.WaitDelay = 5 * time.Second
+		ownGroup(cl)
 		cout, err = cl.CombinedOutput()
 		glitched = err != nil && perf.PerftestGlitch(string(cout)) != ""
 		err = glitchedRun(t, comm+" client", err, string(cout))
-		if err == nil || try == 4 {
+		if err == nil || try == 1 || ctx.Err() != nil { // then a new run, with a new server
 			break
 		}
 		t.Logf("%s client try %d: %v: %s", comm, try, err, cout)
 	}
 	if err != nil {
-		t.Fatalf("%s client: %v\n%s", comm, err, cout)
+		if srv != nil {
+			killGroup(srv)
+			srv.Wait()
+		}
+		stopReader()
+		return cToolRun{}, fmt.Errorf("client: %w\n%s\n--- server\n%s", err, cout, sout.String())
 	}
 	if srv != nil {
 		if c.stays {
@@ -146,8 +205,7 @@ func (c cTool) trace(t *testing.T) cToolRun {
 	}
 
 	run := cToolRun{out: sout.String() + "--- client\n" + string(cout)}
-	close(exited)
-	r := <-read
+	r := stopReader()
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -168,7 +226,7 @@ func (c cTool) trace(t *testing.T) cToolRun {
 	}
 	t.Logf("%s: %d events:\n  %s", comm, len(run.evs), strings.Join(lines, "\n  "))
 	t.Logf("%s printed:\n%s", comm, run.out)
-	return run
+	return run, nil
 }
 
 // stop sends SIGTERM to the children of process pid, the program strace

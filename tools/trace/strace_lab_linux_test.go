@@ -230,7 +230,13 @@ func TestLabStraceAgrees(t *testing.T) {
 				return labtest.HostTool(t, ctx, "strace", append(append(opts, prog), args...)...)
 			}
 			c := cTool{comm: comm, stays: tc.stays, timeout: tc.timeout,
-				client: func(ctx context.Context) *exec.Cmd { return straced(ctx, "client", cprog, client) }}
+				client: func(ctx context.Context) *exec.Cmd { return straced(ctx, "client", cprog, client) },
+				reset: func() { // a failed run's strace output: straceCounts' files
+					old, _ := filepath.Glob(filepath.Join(dir, "*-[0-9]*"))
+					for _, f := range old {
+						os.Remove(f)
+					}
+				}}
 			if server != nil {
 				c.server = func(ctx context.Context) *exec.Cmd { return straced(ctx, "server", sprog, server) }
 			}
