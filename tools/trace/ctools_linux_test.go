@@ -3,8 +3,17 @@
 package trace
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestGlitchedRun: a perftest client that failed only its own timing check
@@ -31,5 +40,47 @@ func TestGlitchedRun(t *testing.T) {
 	}
 	if err := glitchedRun(t, "ib_write_bw client", nil, glitch); err != nil {
 		t.Errorf("no error: %v", err)
+	}
+}
+
+// TestOwnGroupKillsTracee: a cancelled context kills the whole process
+// group of a command that runs another (strace running a C tool). Killing
+// only the command left the ib_read_lat server strace ran detached, its
+// QPs in RTS, and the next test refused to attach (CI on 6.12, stop 38).
+func TestOwnGroupKillsTracee(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "sh", "-c", `sleep 600 & echo $! > "$0"; wait`, pidFile)
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0; {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid == 0 && time.Now().After(deadline) {
+			cancel()
+			t.Fatal("the child never wrote its pid")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		// Killed, the child is a zombie until whoever inherited it
+		// reaps it (the lab's init may not).
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if _, after, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(after, "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the command's child (pid %d) outlived the cancelled command", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
