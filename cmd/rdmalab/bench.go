@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmago/rdmago/tools/bench"
+	"github.com/rdmago/rdmago/tools/lab"
 )
 
 // cmdBench is `rdmalab bench`: rdmaperf against perftest in the lab, with
@@ -53,7 +54,7 @@ func benchOptions(args []string, stderr io.Writer) (bench.Options, bool) {
 	}
 	fs.Bool("short", short, "the short mode: one VM, 6 cases (write/send BW 64 B and 4 KiB, write/send latency 2 B), 4–10 repetitions in a 4-minute budget, no strace/cm/host runs; to compare a change before and after (about 6 minutes; other flags still apply)")
 	// labFlags' --nodes takes one count; bench takes a list.
-	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "kernel: 6.1 (Debian 12) or 6.12 (Debian 13)")
+	fs.StringVar(&o.Kernel, "kernel", o.Kernel, "kernel: "+lab.KernelNames()+" (Debian 11, 12, 13, trixie-backports)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of each boot (all runs on one topology)")
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
 	fs.StringVar(&o.Accel, "accel", "auto", "auto, tcg or kvm")

@@ -4,7 +4,7 @@
 // device in QEMU (one node, or two joined by a virtual wire) and runs commands
 // or Go test binaries in it. The logic lives in package tools/lab.
 //
-//	rdmalab run [--nodes 1|2] [--kernel 6.1|6.12] [--bare] [--timeout D] -- CMD ARGS...
+//	rdmalab run [--nodes 1|2] [--kernel 5.10|6.1|6.12|7.3] [--bare] [--timeout D] -- CMD ARGS...
 //	rdmalab test [--kernel K] [--nodes N] [-run REGEX] [-v] PKG...
 //	rdmalab kernels [--fetch 6.1,6.12]
 //	rdmalab demo [--kernel K]
@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // labFlags registers the flags every booting command shares.
 func labFlags(fs *flag.FlagSet, o *lab.Options, timeout time.Duration, stderr io.Writer) {
-	fs.StringVar(&o.Kernel, "kernel", lab.DefaultKernel, "kernel: 6.1 (Debian 12) or 6.12 (Debian 13)")
+	fs.StringVar(&o.Kernel, "kernel", lab.DefaultKernel, "kernel: "+lab.KernelNames()+" (Debian 11, 12, 13, trixie-backports)")
 	fs.IntVar(&o.Nodes, "nodes", 1, "number of VMs: 1 (rxe on a veth) or 2 (rxe on virtio NICs joined by a socket)")
 	fs.DurationVar(&o.Timeout, "timeout", timeout, "limit of the whole boot; a guest still running then is killed")
 	fs.IntVar(&o.MemoryMB, "mem", 1024, "memory per VM in MiB")
@@ -202,7 +202,7 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func cmdKernels(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmalab kernels", flag.ExitOnError)
 	fs.SetOutput(stderr)
-	fetch := fs.String("fetch", "", "comma-separated kernel series to fetch now (6.1,6.12)")
+	fetch := fs.String("fetch", "", "comma-separated kernel series to fetch now (of "+lab.KernelNames()+")")
 	fs.Parse(args)
 	if *fetch != "" {
 		for _, s := range strings.Split(*fetch, ",") {
@@ -216,7 +216,7 @@ func cmdKernels(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, err)
 	}
 	if len(ks) == 0 {
-		fmt.Fprintln(stdout, "no kernels cached; `rdmalab kernels -fetch 6.1,6.12` fetches them")
+		fmt.Fprintln(stdout, "no kernels cached; `rdmalab kernels -fetch 6.1,6.12` fetches the two make test runs whole")
 	}
 	for _, k := range ks {
 		fmt.Fprintf(stdout, "%-6s %-28s %s\n", k.Series, k.Release, k.Dir)

@@ -14,18 +14,25 @@ import (
 
 // RewriteSuites rewrites the suite names of an APT sources file from the
 // release codename from to codename to ("bookworm" -> "trixie", and
-// "bookworm-security" -> "trixie-security"). It understands the deb822 format
+// "bookworm-security" -> "trixie-security"). To may be a suite of its own
+// ("trixie-backports"): it replaces the release's main suite, and the
+// other suites go to its release ("bookworm-security" -> "trixie-security").
+// It understands the deb822 format
 // (*.sources: "Suites:" fields) and the one-line format (sources.list: "deb
 // [opts] URI SUITE COMPONENTS"). Nothing else, mirrors included, is changed:
 // the result points at the same mirrors as the system's own configuration.
 // It also reports whether any suite was rewritten.
 func RewriteSuites(src []byte, from, to string) ([]byte, bool) {
 	suite := regexp.MustCompile(`^` + regexp.QuoteMeta(from) + `(-[a-z]+)?$`)
+	release, _, _ := strings.Cut(to, "-") // "trixie" of "trixie-backports"
 	changed := false
 	rewrite := func(word string) string {
 		if m := suite.FindStringSubmatch(word); m != nil {
 			changed = true
-			return to + m[1]
+			if m[1] == "" {
+				return to
+			}
+			return release + m[1]
 		}
 		return word
 	}

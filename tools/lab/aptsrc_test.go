@@ -69,3 +69,14 @@ func TestRewriteSuitesNothingToDo(t *testing.T) {
 		t.Errorf("bookwormish rewritten: %q", out)
 	}
 }
+
+// TestRewriteSuitesToBackports: a suite of its own replaces the release's
+// main suite; the others go to its release, not to "trixie-backports-security".
+func TestRewriteSuitesToBackports(t *testing.T) {
+	in := "Suites: bookworm bookworm-updates\n\nSuites: bookworm-security\n"
+	want := "Suites: trixie-backports trixie-updates\n\nSuites: trixie-security\n"
+	out, changed := RewriteSuites([]byte(in), "bookworm", "trixie-backports")
+	if !changed || string(out) != want {
+		t.Errorf("changed=%v\n got %q\nwant %q", changed, out, want)
+	}
+}

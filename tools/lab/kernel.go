@@ -4,22 +4,55 @@ package lab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
-// KernelSeries maps the lab's kernel names to the Debian release whose
-// linux-image-amd64 provides them.
+// KernelSeries maps the lab's kernel names to the Debian suite whose
+// linux-image-amd64 provides them: a release codename (its -updates and
+// -security suites come with it), or a suite of its own such as
+// "trixie-backports", taken alone.
 var KernelSeries = map[string]string{
-	"6.1":  "bookworm", // Debian 12
-	"6.12": "trixie",   // Debian 13
+	"5.10": "bullseye",         // Debian 11, the oldest whose packages are still served
+	"6.1":  "bookworm",         // Debian 12
+	"6.12": "trixie",           // Debian 13
+	"7.3":  "trixie-backports", // the newest kernel Debian ships (newer than unstable's 7.2)
+}
+
+// KernelNames lists KernelSeries' names, oldest first, for messages.
+func KernelNames() string {
+	names := slices.Collect(maps.Keys(KernelSeries))
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Compare(kernelOrder(a), kernelOrder(b))
+	})
+	return strings.Join(names, ", ")
+}
+
+// kernelOrder makes "5.10" < "6.1" < "6.12" < "7.3".
+func kernelOrder(series string) int {
+	maj, min, _ := strings.Cut(series, ".")
+	a, _ := strconv.Atoi(maj)
+	b, _ := strconv.Atoi(min)
+	return a*1000 + b
+}
+
+// seriesOf reports whether release (uname -r, "7.3.4+bpo-amd64") is of
+// series ("7.3"): a suite that moved on to a newer kernel no longer
+// provides the series the lab asked for.
+func seriesOf(release, series string) bool {
+	rest, ok := strings.CutPrefix(release, series)
+	return ok && (rest == "" || !('0' <= rest[0] && rest[0] <= '9'))
 }
 
 // DefaultKernel is the kernel series used when none is asked for.
@@ -124,6 +157,14 @@ func newAPT(cache, codename string, log io.Writer) (*apt, error) {
 	if !any {
 		return nil, fmt.Errorf("no APT source of this system names %q: cannot derive %s sources from /etc/apt/sources.list.d", sys, codename)
 	}
+	if strings.Contains(codename, "-") {
+		// A suite of its own (backports) loses to its release's
+		// -security and -updates suites unless pinned above them.
+		pin := fmt.Sprintf("Package: *\nPin: release n=%s\nPin-Priority: 990\n", codename)
+		if err := os.WriteFile(filepath.Join(dir, "preferences.d", "suite.pref"), []byte(pin), 0o644); err != nil {
+			return nil, fmt.Errorf("private apt: %w", err)
+		}
+	}
 	status := filepath.Join(dir, "status")
 	if _, err := os.Stat(status); err != nil {
 		if err := os.WriteFile(status, nil, 0o644); err != nil {
@@ -210,7 +251,7 @@ func GetKernel(ctx context.Context, series string, log io.Writer) (*Kernel, erro
 	}
 	codename, ok := KernelSeries[series]
 	if !ok {
-		return nil, fmt.Errorf("unknown kernel %q: the lab knows 6.1 (Debian 12) and 6.12 (Debian 13)", series)
+		return nil, fmt.Errorf("unknown kernel %q: the lab knows %s", series, KernelNames())
 	}
 	cache, err := CacheDir()
 	if err != nil {
@@ -248,6 +289,13 @@ func GetKernel(ctx context.Context, series string, log io.Writer) (*Kernel, erro
 			return k, nil
 		}
 		return nil, fmt.Errorf("find the %s kernel: %w", series, err)
+	}
+	if !seriesOf(rel, series) {
+		if k := cachedOfSeries(); k != nil {
+			fmt.Fprintf(log, "rdmalab: %s now provides linux-image-%s, not %s; using cached %s\n", codename, rel, series, k.Release)
+			return k, nil
+		}
+		return nil, fmt.Errorf("find the %s kernel: %s now provides linux-image-%s: name that series in the lab's KernelSeries", series, codename, rel)
 	}
 	if k, err := kernelFromDir(filepath.Join(kdir, rel)); err == nil {
 		return k, nil
@@ -297,22 +345,47 @@ func fetchKernel(ctx context.Context, a *apt, kdir, series, rel string) error {
 	if err := download(); err != nil {
 		return fmt.Errorf("download kernel %s: %w: %w", rel, errDownload, err)
 	}
-	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
-	if len(debs) != 1 {
-		return fmt.Errorf("download kernel %s: expected one .deb, found %d", rel, len(debs))
+	// Since 7.x (trixie-backports) linux-image-REL is empty and depends on
+	// linux-binary-REL (vmlinuz), linux-modules-REL and linux-base-REL
+	// (config, modules.builtin), each under usr/lib/modules/REL.
+	for _, pkg := range []string{"linux-binary-", "linux-modules-", "linux-base-"} {
+		if _, err := a.run(ctx, "", "apt-cache", "show", pkg+rel); err != nil {
+			continue // the older packaging: all of it in linux-image-REL
+		}
+		if _, err := a.run(ctx, tmp, "apt-get", "-q", "-o", "APT::Sandbox::User=root", "download", pkg+rel); err != nil {
+			return fmt.Errorf("download kernel %s: %w: %w", rel, errDownload, err)
+		}
 	}
+	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	x := filepath.Join(tmp, "x")
-	if _, err := a.run(ctx, tmp, "dpkg-deb", "-x", debs[0], x); err != nil {
-		return fmt.Errorf("unpack kernel: %w", err)
+	for _, deb := range debs {
+		if _, err := a.run(ctx, tmp, "dpkg-deb", "-x", deb, x); err != nil {
+			return fmt.Errorf("unpack kernel: %w", err)
+		}
 	}
 	out := filepath.Join(tmp, "out")
 	if err := os.Mkdir(out, 0o755); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(x, "boot", "vmlinuz-"+rel), filepath.Join(out, "vmlinuz")); err != nil {
-		return fmt.Errorf("unpack kernel: no boot/vmlinuz-%s in the package: %w", rel, err)
+	// first is the first of paths (under x) that exists.
+	first := func(paths ...string) (string, bool) {
+		for _, p := range paths {
+			if _, err := os.Stat(filepath.Join(x, p)); err == nil {
+				return filepath.Join(x, p), true
+			}
+		}
+		return "", false
 	}
-	_ = os.Rename(filepath.Join(x, "boot", "config-"+rel), filepath.Join(out, "config"))
+	vmlinuz, ok := first("boot/vmlinuz-"+rel, "usr/lib/modules/"+rel+"/vmlinuz", "lib/modules/"+rel+"/vmlinuz")
+	if !ok {
+		return fmt.Errorf("unpack kernel: no boot/vmlinuz-%s nor usr/lib/modules/%[1]s/vmlinuz in %d packages", rel, len(debs))
+	}
+	if err := os.Rename(vmlinuz, filepath.Join(out, "vmlinuz")); err != nil {
+		return fmt.Errorf("unpack kernel: %w", err)
+	}
+	if config, ok := first("boot/config-"+rel, "usr/lib/modules/"+rel+"/config", "lib/modules/"+rel+"/config"); ok {
+		_ = os.Rename(config, filepath.Join(out, "config"))
+	}
 	moved := false
 	for _, m := range []string{"lib/modules/" + rel, "usr/lib/modules/" + rel} {
 		if err := os.Rename(filepath.Join(x, m), filepath.Join(out, "modules")); err == nil {

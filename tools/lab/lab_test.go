@@ -69,3 +69,24 @@ func TestLabWire(t *testing.T) {
 	t.Logf("node %s: %s <-> %s over %s", env.Node, env.Addr, env.Peer, os.Getenv("RDMALAB_NETDEV"))
 
 }
+
+func TestKernelSeriesOf(t *testing.T) {
+	for _, c := range []struct {
+		rel, series string
+		want        bool
+	}{
+		{"6.1.0-57-amd64", "6.1", true},
+		{"6.12.118+deb13-amd64", "6.1", false},
+		{"6.12.118+deb13-amd64", "6.12", true},
+		{"7.3.4+bpo-amd64", "7.3", true},
+		{"7.4.1+bpo-amd64", "7.3", false},
+		{"5.10.0-35-amd64", "5.10", true},
+	} {
+		if got := seriesOf(c.rel, c.series); got != c.want {
+			t.Errorf("seriesOf(%q, %q) = %v, want %v", c.rel, c.series, got, c.want)
+		}
+	}
+	if got, want := KernelNames(), "5.10, 6.1, 6.12, 7.3"; got != want {
+		t.Errorf("KernelNames() = %q, want %q", got, want)
+	}
+}
