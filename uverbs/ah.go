@@ -3,7 +3,9 @@
 package uverbs
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -17,7 +19,8 @@ import (
 type AH struct {
 	pd     *PD
 	handle uint32
-	num    uint32 // rxe's AH number, put in UD send WQEs
+	num    uint32    // rxe's AH number, put in UD send WQEs
+	av     abi.RxeAV // with num 0 (Linux 5.10): the address every WQE carries
 	uh     uint64
 	attr   AHAttr
 	mu     sync.Mutex
@@ -25,8 +28,9 @@ type AH struct {
 }
 
 // CreateAH is ibv_create_ah. For RoCE set IsGlobal and GRH (DGID the peer's
-// GID, SGIDIndex the local GID to send from). Needs Linux 5.10+, whose rxe
-// returns an AH number (older kernels took the whole address in every WQE).
+// GID, SGIDIndex the local GID to send from). rxe since Linux 5.13 returns
+// an AH number that UD sends name; with older kernels (5.10) every send
+// carries the whole address, as rdma-core's provider does.
 func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	c := pd.ctx
 	if attr.Port == 0 {
@@ -55,11 +59,51 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	}
 	ah.handle, ah.num = resp.core.AHHandle, resp.drv.AHNum
 	if ah.num == 0 {
-		ah.destroy()
-		c.forget(kindAH, ah, uh)
-		return nil, fmt.Errorf("create ah: the kernel's rxe returned no AH number (Linux 5.10+ needed): %w", ErrNotSupported)
+		sgid, err := c.gid(int(attr.Port), int(attr.GRH.SGIDIndex))
+		if err == nil {
+			ah.av = rxeAV(attr, sgid)
+		} else {
+			ah.destroy()
+			c.forget(kindAH, ah, uh)
+			return nil, fmt.Errorf("create ah: the kernel's rxe returned no AH number, and the address vector needs the source GID: %w", err)
+		}
 	}
 	return ah, nil
+}
+
+// rxeAV is the address vector (struct rxe_av) a UD send WQE carries on a
+// kernel whose rxe returns no AH number: the route and the two IP
+// addresses, as rdma-core's rxe provider fills it. The destination MAC
+// stays zero: rxe sends through the IP stack, which resolves it.
+func rxeAV(attr AHAttr, sgid GID) abi.RxeAV {
+	av := abi.RxeAV{
+		PortNum: attr.Port,
+		GRH: abi.RxeGlobalRoute{DGID: attr.GRH.DGID, FlowLabel: attr.GRH.FlowLabel, SGIDIndex: attr.GRH.SGIDIndex,
+			HopLimit: attr.GRH.HopLimit, TrafficClass: attr.GRH.TrafficClass},
+	}
+	av.NetworkType = abi.RXE_NETWORK_TYPE_IPV6
+	if netip.AddrFrom16(sgid).Is4In6() {
+		av.NetworkType = abi.RXE_NETWORK_TYPE_IPV4
+	}
+	putSockaddr(&av.SGIDAddr, sgid)
+	putSockaddr(&av.DGIDAddr, attr.GRH.DGID)
+	return av
+}
+
+// putSockaddr writes gid as the sockaddr_in (an IPv4-mapped GID) or
+// sockaddr_in6 it stands for, port 0, into a union of the two
+// (rdma_gid2ip).
+func putSockaddr(b *[28]uint8, gid GID) {
+	*b = [28]uint8{}
+	a := netip.AddrFrom16(gid)
+	if a.Is4In6() {
+		binary.NativeEndian.PutUint16(b[0:], 2) // AF_INET
+		v4 := a.Unmap().As4()
+		copy(b[4:8], v4[:])
+		return
+	}
+	binary.NativeEndian.PutUint16(b[0:], 10) // AF_INET6 (Linux)
+	copy(b[8:24], gid[:])
 }
 
 // Attr is the address the AH was created with.
@@ -90,4 +134,18 @@ func (ah *AH) abandon() {
 	ah.mu.Lock()
 	ah.closed.Store(true)
 	ah.mu.Unlock()
+}
+
+// gid is the GID at index of port's table.
+func (c *Context) gid(port, index int) (GID, error) {
+	ents, err := c.GIDTable(port)
+	if err != nil {
+		return GID{}, err
+	}
+	for _, e := range ents {
+		if e.Index == index {
+			return e.GID, nil
+		}
+	}
+	return GID{}, fmt.Errorf("port %d has no GID at index %d", port, index)
 }

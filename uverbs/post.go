@@ -156,6 +156,9 @@ func (qp *QP) postOne(wr *SendWR) error {
 			return errClosedAH
 		}
 		r.AHNum, r.RemoteQPN, r.RemoteQKey = wr.AH.num, wr.RemoteQPN, wr.RemoteQKey
+		if wr.AH.num == 0 {
+			r.AV = &wr.AH.av
+		}
 	}
 	if qp.sigAll {
 		r.Flags |= abi.IB_SEND_SIGNALED

@@ -208,6 +208,18 @@ func TestSendWQEAtomicUDInline(t *testing.T) {
 	if le.Uint32(b[24:]) != 0x11 || le.Uint32(b[28:]) != 0x1234567 || le.Uint32(b[36:]) != 3 {
 		t.Errorf("ud WQE wrong: % x", b[24:40])
 	}
+	// UD send on a kernel without AH numbers (5.10): the whole address
+	// vector in the WQE, from offset 56 (union wr's ud.av).
+	slot = sq.Q.ProducerSlot()
+	av := abi.RxeAV{PortNum: 1, NetworkType: abi.RXE_NETWORK_TYPE_IPV4, GRH: abi.RxeGlobalRoute{DGID: [16]byte{15: 7}, SGIDIndex: 1}}
+	av.DGIDAddr[0] = 2
+	if err := sq.Post(&SendWR{Opcode: abi.IB_WR_SEND, AV: &av, RemoteQPN: 0x11}); err != nil {
+		t.Fatal(err)
+	}
+	b = unsafe.Slice((*byte)(slot), SendWQEHeader)
+	if le.Uint32(b[36:]) != 0 || b[56] != 1 || b[57] != abi.RXE_NETWORK_TYPE_IPV4 || b[64+15] != 7 || b[84] != 1 || b[116] != 2 {
+		t.Errorf("ud WQE with an AV wrong: % x", b[24:144])
+	}
 	// Inline.
 	slot = sq.Q.ProducerSlot()
 	payload := []byte("inline payload")

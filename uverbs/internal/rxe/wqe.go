@@ -43,6 +43,9 @@ type SendWR struct {
 	FlushType  uint8  // FLUSH: enum ib_placement_type
 	FlushLevel uint8  // FLUSH: enum ib_selectivity_level
 	AHNum      uint32 // UD
+	// AV (UD) is the address the WQE carries whole when AHNum is 0: the
+	// ABI of kernels whose rxe returns no AH number (Linux 5.10).
+	AV         *abi.RxeAV
 	RemoteQPN  uint32 // UD
 	RemoteQKey uint32 // UD
 	SGL        []abi.SGE
@@ -136,6 +139,9 @@ func (s *SendQueue) Post(wr *SendWR) error {
 		if s.UD {
 			d := (*abi.RxeWRUD)(u)
 			d.RemoteQPN, d.RemoteQkey, d.AHNum = wr.RemoteQPN, wr.RemoteQKey, wr.AHNum
+			if wr.AHNum == 0 && wr.AV != nil {
+				d.AV = *wr.AV
+			}
 		}
 	}
 	w.IOVA = iova
