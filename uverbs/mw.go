@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,10 @@ func (pd *PD) AllocMW(typ MWType) (*MW, error) {
 	resp := new(abi.AllocMWResp)
 	req := abi.AllocMW{Response: abi.PtrU64(unsafe.Pointer(resp)), PDHandle: pd.handle, MWType: uint8(typ)}
 	if err := pd.ctx.write(abi.IB_USER_VERBS_CMD_ALLOC_MW, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
+		if errors.Is(err, syscall.EOPNOTSUPP) {
+			// The device has no ALLOC_MW (rxe before Linux 5.12).
+			return nil, fmt.Errorf("alloc mw (%v): the device has no memory windows (rxe has them since Linux 5.12): %w: %w", typ, ErrNotSupported, err)
+		}
 		return nil, fmt.Errorf("alloc mw (%v): %w", typ, err)
 	}
 	mw := &MW{pd: pd, handle: resp.MWHandle, typ: typ}
