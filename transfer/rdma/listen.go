@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/rdmago/rdmago/cm"
 	"github.com/rdmago/rdmago/transfer"
@@ -18,7 +19,7 @@ import (
 // the others: a half-open connect (the REP answered by no RTU) holds one
 // pending slot until AcceptTimeout or until newer requests push it out.
 // A request carrying rsockets' connection data (rcopy's client, a program
-// under librspreload) is rejected at once and reported (Options.Warnf).
+// under librspreload) is rejected at once and reported (Options.OnRefuse).
 type Listener struct {
 	l   *cm.Listener
 	cfg Options
@@ -66,22 +67,23 @@ func (l *Listener) check(req *cm.Request) (*cm.Options, error) {
 const refuseText = "rdmacp receiver: rsockets connections are refused"
 
 // refuse rejects a connection request from a peer speaking rsockets and
-// says so (Options.Warnf, else Logf): the listener goes on serving others.
+// says so (Options.OnRefuse, else Logf): the listener goes on serving
+// others.
 func (l *Listener) refuse(req *cm.Request) {
+	var peer netip.AddrPort
 	from := "an unknown address"
 	if a, err := req.ID.Query(); err == nil && a.Remote.IsValid() {
-		from = a.Remote.String()
+		peer, from = a.Remote, a.Remote.String()
 	}
-	err := req.Reject([]byte(refuseText))
-	warn := l.cfg.Warnf
-	if warn == nil {
-		warn = l.logf
+	msg := fmt.Sprintf("a peer speaking %s tried to connect from %s: refused", rsocketPeer, from)
+	if err := req.Reject([]byte(refuseText)); err != nil {
+		msg += fmt.Sprintf(" (%v)", err)
 	}
-	if err != nil {
-		warn("a peer speaking %s tried to connect from %s: refused (%v)", rsocketPeer, from, err)
+	if l.cfg.OnRefuse != nil {
+		l.cfg.OnRefuse(peer, msg)
 		return
 	}
-	warn("a peer speaking %s tried to connect from %s: refused", rsocketPeer, from)
+	l.logf("%s", msg)
 }
 
 // Refused is how many connection requests the listener refused because
