@@ -174,8 +174,8 @@ func (lp *acceptLoop) run() {
 		}
 		var opts *Options
 		if l.o.CheckRequest != nil {
+			from := lp.requester(r) // before CheckRequest may reject it
 			if opts, err = l.o.CheckRequest(r); err != nil {
-				from := lp.requester(r)
 				r.Reject(nil) // unless CheckRequest answered it
 				lp.count(func(s *ListenerStats) { s.Refused++ })
 				lp.logf("rdma_cm: refused the connection request from %s: %v", from, err)

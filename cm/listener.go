@@ -29,7 +29,9 @@ type Listener struct {
 // Listen binds an RDMA_PS_TCP id to addr ("host:port"; an empty host or
 // 0.0.0.0 listens on every RDMA device, port 0 picks a free port, which
 // Addr reports) and starts listening. opts are used for every accepted
-// connection (Options.Backlog and ReuseAddr for the listener itself).
+// connection (Options.Backlog and ReuseAddr for the listener itself;
+// AcceptTimeout, MaxPendingAccepts, BusyRejectData and CheckRequest for
+// its Accept).
 func Listen(ctx context.Context, addr string, opts *Options) (*Listener, error) {
 	return listen(ctx, addr, opts, PortSpaceTCP)
 }
