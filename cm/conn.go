@@ -635,6 +635,10 @@ func (c *Conn) RegMR(buf []byte, access uverbs.AccessFlags) (*uverbs.MR, error) 
 	return mr, nil
 }
 
+// UserData is Options.UserData of the options the connection was made
+// with (rdma_cm_id's context in librdmacm).
+func (c *Conn) UserData() any { return c.o.UserData }
+
 // Logf reports a step through Options.Logf.
 func (c *Conn) Logf(format string, args ...any) { c.o.logf(format, args...) }
 

@@ -26,7 +26,8 @@
 // CM computes (INIT_QP_ATTR) and sends the RTU, as librdmacm does. Accept
 // mirrors it and negotiates the RDMA READ/atomic depths like rdma_accept.
 // Listener.AcceptRequest gives the request first, to read its private data
-// and Accept or Reject it with private data of its own. DialUD and
+// and Accept or Reject it with private data of its own;
+// Options.CheckRequest does the same for the requests Accept reads. DialUD and
 // ListenUD do the same for unreliable datagrams (RDMA_PS_UDP, resolved with
 // the IB CM's SIDR exchange): the Conn then knows the peer's QPN, QKey and
 // an AH for it.
@@ -44,6 +45,33 @@
 // peer's private data), ErrUnreachable, ErrAddrResolution,
 // ErrRouteResolution, ErrConnect, ErrDisconnected, ErrDeviceRemoved, and
 // the errno of a negative status (syscall.ETIMEDOUT, ...).
+//
+// # The listener under hostile requesters
+//
+// Listener.Accept reads the requests in one goroutine and sets each up in
+// its own, so that no requester holds up another. It promises:
+//
+//   - A deadline per setup: a connection not ESTABLISHED within
+//     Options.AcceptTimeout (10 s) of its request is dropped. A half-open
+//     connect (the CONNECT_RESPONSE answered by no RTU) costs one pending
+//     setup for that long, not the listener.
+//   - A cap on setups, oldest out: at most Options.MaxPendingAccepts (64)
+//     run at once; a further request evicts the oldest one still waiting
+//     for its requester, as a SYN queue drops its oldest entry. As many
+//     connections set up and not yet taken by Accept may wait; beyond that
+//     requests are rejected at once (Options.BusyRejectData).
+//   - The requester's failures are the requester's: a request
+//     Options.CheckRequest refuses is rejected; a requester that rejects
+//     (its reject, reason 28, when it gives up), vanishes, is unreachable,
+//     times out or is evicted is dropped. Each is counted
+//     (Listener.Stats), logged (Options.Logf) and skipped: Accept fails
+//     only with the listener's own end (ErrClosed, the listening ID's
+//     failure, ctx) or a setup that failed on this side, which is
+//     temporary (its Temporary method says so, as http.Serve expects).
+//
+// Not limited: the rate of requests itself (each costs the CM's work and
+// a QP's setup) and the Logf lines a storm produces. AcceptRequest leaves
+// all of this to its caller.
 //
 // # IDs and the event channel
 //

@@ -23,12 +23,15 @@ type Listener struct {
 
 	mu     sync.Mutex
 	closed bool
+	loop   *acceptLoop // Accept's, started by the first Accept
 }
 
 // Listen binds an RDMA_PS_TCP id to addr ("host:port"; an empty host or
 // 0.0.0.0 listens on every RDMA device, port 0 picks a free port, which
 // Addr reports) and starts listening. opts are used for every accepted
-// connection (Options.Backlog and ReuseAddr for the listener itself).
+// connection (Options.Backlog and ReuseAddr for the listener itself;
+// AcceptTimeout, MaxPendingAccepts, BusyRejectData and CheckRequest for
+// its Accept).
 func Listen(ctx context.Context, addr string, opts *Options) (*Listener, error) {
 	return listen(ctx, addr, opts, PortSpaceTCP)
 }
@@ -48,6 +51,9 @@ func listen(ctx context.Context, addr string, opts *Options, ps PortSpace) (*Lis
 	// each accept fail and each peer see only a rejection.
 	if err := checkPrivateData("accept", ps, len(o.PrivateData)); err != nil {
 		return nil, fmt.Errorf("cm: listen on %s: Options.PrivateData: %w", addr, err)
+	}
+	if err := checkPrivateData("reject", ps, len(o.BusyRejectData)); err != nil {
+		return nil, fmt.Errorf("cm: listen on %s: Options.BusyRejectData: %w", addr, err)
 	}
 	ap, err := resolveAddrPort(ctx, addr)
 	if err != nil {
@@ -105,8 +111,23 @@ type Request struct {
 	answer bool
 }
 
-// AcceptRequest waits for the next connection request (CONNECT_REQUEST).
+// AcceptRequest waits for the next connection request (CONNECT_REQUEST),
+// for the caller to Accept or Reject: rdma_get_request. The caller then
+// has to bound each setup and keep a requester from holding up the others
+// itself (see Accept). It fails once Accept was called: Accept reads the
+// requests from then on.
 func (l *Listener) AcceptRequest(ctx context.Context) (*Request, error) {
+	l.mu.Lock()
+	looping := l.loop != nil
+	l.mu.Unlock()
+	if looping {
+		return nil, fmt.Errorf("rdma_cm accept on %v: AcceptRequest on a Listener whose Accept reads the requests: use one of them (Options.CheckRequest sees each request Accept reads)", l.addr)
+	}
+	return l.nextRequest(ctx)
+}
+
+// nextRequest is AcceptRequest without the check.
+func (l *Listener) nextRequest(ctx context.Context) (*Request, error) {
 	ev, err := l.id.GetRequest(ctx)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
@@ -119,19 +140,10 @@ func (l *Listener) AcceptRequest(ctx context.Context) (*Request, error) {
 	return &Request{ID: ev.ID, Param: ev.Param, UD: ev.UD, l: l, hold: holdChannel(l.id.ch)}, nil
 }
 
-// Accept waits for a connection request and accepts it with the
-// listener's options.
-func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	r, err := l.AcceptRequest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Accept(ctx, nil)
-}
-
 // Close stops listening: it destroys the listening id (the kernel discards
-// requests not yet read) and rejects and destroys the requests read but
-// not accepted. It is idempotent.
+// requests not yet read), rejects and destroys the requests read but not
+// accepted, and drops the connections Accept set up and nobody took.
+// Connections already returned stay open. It is idempotent.
 func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -139,7 +151,11 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.closed = true
+	lp := l.loop
 	l.mu.Unlock()
+	if lp != nil {
+		lp.stop()
+	}
 	err := l.id.Close() // rejects and destroys the requests it held
 	l.release()
 	return err
@@ -171,11 +187,19 @@ func (r *Request) Reject(data []byte) error {
 // ESTABLISHED. opts nil means the listener's. If setting up fails, the
 // request is rejected so the peer does not wait for a timeout. The caller
 // must Close the Conn.
-func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error) {
+func (r *Request) Accept(ctx context.Context, opts *Options) (*Conn, error) {
+	c, _, err := r.accept(ctx, opts)
+	return c, err
+}
+
+// accept is Accept; requester is true when the failure came from the
+// requester's side: the REP could not be sent or ESTABLISHED did not come
+// (it rejected, vanished, was unreachable, or ctx ended meanwhile).
+func (r *Request) accept(ctx context.Context, opts *Options) (_ *Conn, requester bool, err error) {
 	r.mu.Lock()
 	if r.answer {
 		r.mu.Unlock()
-		return nil, fmt.Errorf("rdma_cm accept: the request was already answered: %w", ErrClosed)
+		return nil, false, fmt.Errorf("rdma_cm accept: the request was already answered: %w", ErrClosed)
 	}
 	r.answer = true
 	r.mu.Unlock()
@@ -190,7 +214,7 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 		r.ID.Reject(nil, 0)
 		r.ID.Close()
 		r.hold()
-		return nil, fmt.Errorf("rdma_cm accept on %v: %w", r.l.addr, err)
+		return nil, false, fmt.Errorf("rdma_cm accept on %v: %w", r.l.addr, err)
 	}
 	c := newConn(r.ID, o, r.hold, r.ID.ps)
 	sentAccept := false
@@ -204,17 +228,17 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 		}
 	}()
 	if err := checkPrivateData("accept", r.ID.ps, len(o.PrivateData)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.setOptions(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.setupVerbs(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	data, err := c.privateData("accept")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p := ConnParam{
 		PrivateData: data, QPNum: c.qp.Num(), SRQ: o.SRQ != nil,
@@ -225,10 +249,10 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 		o.logf("rdma_cm: accept UD request (qp %#x, qkey from the CM, %d bytes private data)", p.QPNum, len(p.PrivateData))
 		sentAccept = true
 		if err := r.ID.Accept(p); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		c.established()
-		return c, nil
+		return c, false, nil
 	}
 	c.peer = r.Param
 	// librdmacm's rdma_accept: what the peer offers, capped by the device,
@@ -243,24 +267,24 @@ func (r *Request) Accept(ctx context.Context, opts *Options) (_ *Conn, err error
 	}
 	p.InitiatorDepth, p.ResponderResources = c.initDepth, c.respRes
 	if err := c.modify(uverbs.QPSInit, nil); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.modify(uverbs.QPSRTR, func(a *uverbs.QPAttr) { a.MaxDestRdAtomic = c.respRes }); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.modify(uverbs.QPSRTS, func(a *uverbs.QPAttr) { a.MaxRdAtomic = c.initDepth; o.sendRNRRetry(a) }); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	o.logf("rdma_cm: accept (qp %#x, initiator depth %d, responder resources %d, %d bytes private data)",
 		p.QPNum, p.InitiatorDepth, p.ResponderResources, len(p.PrivateData))
 	sentAccept = true
 	if err := r.ID.Accept(p); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	if _, err := r.ID.await(ctx, "accept", c.remote.String(), EventEstablished); err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	o.logf("rdma_cm: event %v: connection from %v", EventEstablished, c.remote)
 	c.established()
-	return c, nil
+	return c, false, nil
 }

@@ -123,6 +123,37 @@ type Options struct {
 	// kernel's maximum. Requests beyond it are rejected at once (see
 	// ID.Listen).
 	Backlog int
+	// AcceptTimeout bounds the setup of one connection Listener.Accept
+	// accepts, from its request to ESTABLISHED; 0 means
+	// DefaultAcceptTimeout. A requester that does not complete the
+	// connection in time (a half-open connect: the CONNECT_RESPONSE
+	// answered by no RTU) is dropped.
+	AcceptTimeout time.Duration
+	// MaxPendingAccepts is how many connections a Listener's Accept sets
+	// up at once; 0 means DefaultMaxPendingAccepts. A request beyond it
+	// evicts the oldest setup still waiting for its requester (as a SYN
+	// queue drops its oldest entry). It also bounds the connections set
+	// up and not yet taken by Accept, and twice it the setups alive
+	// (evicted ones tear down); requests beyond those are rejected at
+	// once, with BusyRejectData.
+	MaxPendingAccepts int
+	// BusyRejectData is the private data (at most 148 bytes) of the
+	// reject a Listener's Accept answers a request with while
+	// MaxPendingAccepts connections wait for Accept; nil sends none.
+	BusyRejectData []byte
+	// CheckRequest, when set on Listen's options, sees each connection
+	// request Listener.Accept reads, before its setup, in the one
+	// goroutine that reads them (it must not block): it returns the
+	// options to accept the request with (nil: the listener's), or an
+	// error to refuse it: the request is then rejected (without private
+	// data, unless CheckRequest rejected it itself with Request.Reject),
+	// counted in ListenerStats.Refused and logged (Logf). It must not
+	// Accept the request.
+	CheckRequest func(*Request) (*Options, error)
+	// UserData is the caller's own, returned by Conn.UserData
+	// (rdma_cm_id's context in librdmacm): with CheckRequest, the state
+	// the options it returns (their Setup) built for that connection.
+	UserData any
 
 	// Setup runs once the QP exists and is in INIT, before the connect or
 	// accept is sent: register memory and post receives here so nothing
@@ -206,6 +237,12 @@ func (o *Options) validate() error {
 				return fmt.Errorf("cm: Options.%s belongs to another Context than Options.PD: create them on one", v.name)
 			}
 		}
+	}
+	if o.AcceptTimeout < 0 {
+		return fmt.Errorf("cm: AcceptTimeout %v is negative", o.AcceptTimeout)
+	}
+	if o.MaxPendingAccepts < 0 {
+		return fmt.Errorf("cm: MaxPendingAccepts %d is negative", o.MaxPendingAccepts)
 	}
 	if o.MaxInline < 0 {
 		return fmt.Errorf("cm: MaxInline %d is negative", o.MaxInline)

@@ -65,6 +65,17 @@ func TestWCStatusNames(t *testing.T) {
 	if !strings.Contains(WCRNRRetryExcErr.Explain(), "receive") {
 		t.Errorf("RNR explanation %q does not mention receives", WCRNRRetryExcErr.Explain())
 	}
+	// A status the peer can cause (rxe completes a receive that a too
+	// large SEND overflowed with LOC_QP_OP_ERR) names the peer as well as
+	// this side.
+	for _, s := range []WCStatus{WCLocQPOpErr, WCLocLenErr} {
+		if why := s.Explain(); !strings.Contains(why, "the peer sent a message larger than the posted receive buffer") {
+			t.Errorf("%v explanation %q does not name the peer's oversized message", s, why)
+		}
+	}
+	if why := WCLocQPOpErr.Explain(); !strings.Contains(why, "local QP") {
+		t.Errorf("%v explanation %q no longer names the local QP", WCLocQPOpErr, why)
+	}
 	if got := WCStatus(99).String(); got != "WCStatus(99)" {
 		t.Errorf("unknown status prints %q", got)
 	}

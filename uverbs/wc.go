@@ -144,8 +144,8 @@ const (
 
 var wcStatus = [...]struct{ name, why string }{
 	WCSuccess:        {"IBV_WC_SUCCESS", "the work request completed"},
-	WCLocLenErr:      {"IBV_WC_LOC_LEN_ERR", "a local length error: the message does not fit the posted receive buffers, or a send is longer than the port allows"},
-	WCLocQPOpErr:     {"IBV_WC_LOC_QP_OP_ERR", "the local QP could not execute the request (malformed WQE, wrong opcode for the QP type, or the QP is not in a state to send)"},
+	WCLocLenErr:      {"IBV_WC_LOC_LEN_ERR", "a length error: on a receive, the peer sent a message larger than the posted receive buffers; on a send, it is longer than the port allows"},
+	WCLocQPOpErr:     {"IBV_WC_LOC_QP_OP_ERR", "either the local QP could not execute the request (malformed WQE, wrong opcode for the QP type, or the QP is not in a state to send) or, on a receive, the peer sent a message larger than the posted receive buffer (Soft-RoCE reports that so, as its own error)"},
 	WCLocEECOpErr:    {"IBV_WC_LOC_EEC_OP_ERR", "local EE context error (RD transport, not used by RoCE)"},
 	WCLocProtErr:     {"IBV_WC_LOC_PROT_ERR", "a local SGE refers to memory outside a registered MR, or its lkey belongs to another PD"},
 	WCWRFlushErr:     {"IBV_WC_WR_FLUSH_ERR", "flushed: the QP went to the error state before this request ran (normal at teardown)"},

@@ -89,7 +89,6 @@ func (c *common) psk() ([]byte, error) {
 
 func (c *common) rdmaOptions(stderr io.Writer) *rdma.Options {
 	cfg := &rdma.Options{MaxSlots: c.depth, AckTimeout: uint8(c.ackTO)}
-	cfg.Warnf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	if c.verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rdmacp: "+format+"\n", args...) }
 	}

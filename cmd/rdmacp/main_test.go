@@ -29,6 +29,7 @@ type memNet struct {
 	mu    sync.Mutex
 	ln    *transfertest.Listener
 	ready chan struct{}
+	cfg   *rdma.Options // the listener's options
 	// failDial, when set, is what Dial returns.
 	failDial error
 }
@@ -40,6 +41,7 @@ func (n *memNet) Listen(ctx context.Context, addr string, cfg *rdma.Options) (tr
 	defer n.mu.Unlock()
 	n.ln = transfertest.NewListener()
 	n.ln.Options.MaxSlots = cfg.MaxSlots
+	n.cfg = cfg
 	close(n.ready)
 	return n.ln, nil
 }

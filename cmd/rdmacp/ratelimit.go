@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -200,6 +201,27 @@ func (r *connReporter) report(rep *transfer.ConnReport, err error) {
 		recvReport(r.stdout, r.stderr, r.c, rep, err)
 	} else {
 		recvReport(r.stdout, io.Discard, r.c, rep, err) // --json's line only
+	}
+}
+
+// refusedReason is what a refused connection request counts under in the
+// summary.
+const refusedReason = "refused, speaks rsockets"
+
+// refuse prints the line of a connection request the listener refused
+// (rdma.Options.OnRefuse), rate-limited per peer address together with
+// the failed connections: a peer can send requests at will.
+func (r *connReporter) refuse(peer netip.AddrPort, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	host := ""
+	if peer.IsValid() {
+		host = peer.String()
+	}
+	show, due := r.lim.admit(peerHost(host), refusedReason)
+	r.printLocked(due)
+	if show {
+		fmt.Fprintf(r.stderr, "rdmacp: %s\n", msg)
 	}
 }
 

@@ -4,7 +4,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,53 @@ func TestRecvLogRateLimitEvicts(t *testing.T) {
 	r.flush(true)
 	if n := strings.Count(stderr.String(), "more connections"); n != 4 {
 		t.Fatalf("exit: %d summaries, want 4:\n%s", n, stderr)
+	}
+}
+
+// TestRecvRefusalsRateLimited: the requests the listener refuses (a peer
+// speaking rsockets) are printed rate-limited per peer address as failed
+// connections are, and summed up at exit, not one line each.
+func TestRecvRefusalsRateLimited(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	nw := newMemNet()
+	rc := make(chan result, 1)
+	go func() { rc <- runCmd(rctx, nw, "recv", "-q", t.TempDir()) }()
+	select {
+	case <-nw.ready:
+	case r := <-rc:
+		t.Fatalf("recv exited before listening: %d: %s", r.code, r.stderr)
+	}
+	nw.mu.Lock()
+	refuse := nw.cfg.OnRefuse
+	nw.mu.Unlock()
+	if refuse == nil {
+		t.Fatal("recv's listener has no OnRefuse: its refusals are not rate-limited")
+	}
+	const n = 600
+	for i := range n {
+		peer := netip.AddrPortFrom(netip.MustParseAddr("10.77.0.2"), uint16(40000+i))
+		refuse(peer, fmt.Sprintf("a peer speaking rsockets tried to connect from %v: refused", peer))
+	}
+	refuse(netip.AddrPort{}, "a peer speaking rsockets tried to connect from an unknown address: refused")
+	stop()
+	r := <-rc
+	if r.code != 0 {
+		t.Fatalf("recv: exit %d: %s", r.code, r.stderr)
+	}
+	if got := strings.Count(r.stderr, "tried to connect from 10.77.0.2:"); got != logBurst {
+		t.Errorf("%d refusal lines for %d refused requests from one address, want %d:\n%s", got, n, logBurst, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "tried to connect from an unknown address") {
+		t.Errorf("the refusal from an unknown address was not shown:\n%s", r.stderr)
+	}
+	want := fmt.Sprintf("rdmacp: %d more connections from 10.77.0.2 failed (%s: %d) in the last ", n-logBurst, refusedReason, n-logBurst)
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("no exit summary %q:\n%s", want, r.stderr)
+	}
+	if got := len(strings.Split(strings.TrimSpace(r.stderr), "\n")); got > logBurst+2 {
+		t.Errorf("%d lines on stderr, want at most %d:\n%s", got, logBurst+2, r.stderr)
 	}
 }

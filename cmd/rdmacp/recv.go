@@ -73,7 +73,12 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	}
 	r := &transfer.Receiver{Dir: dir, Force: *force, PSK: psk, Slots: c.slots, SlotSize: int(c.slotSize),
 		MaxFiles: *maxFiles, MaxFileSize: int64(maxSize), MaxConns: *maxConns, MaxHandshakes: *maxHand, HandshakeTimeout: *handTimeout, IdleTimeout: *idle, Verify: v}
-	ln, err := nw.Listen(ctx, withDefaultPort(*listen), c.rdmaOptions(stderr))
+	// Failed connections and refused requests are logged rate-limited
+	// per peer address: a storm of hostile ones must not fill the disk.
+	cr := &connReporter{stdout: stdout, stderr: stderr, c: &c, lim: newConnLimiter(time.Now, logInterval, logBurst, logPeers)}
+	opts := c.rdmaOptions(stderr)
+	opts.OnRefuse = cr.refuse
+	ln, err := nw.Listen(ctx, withDefaultPort(*listen), opts)
 	if err != nil {
 		report(stderr, "", err, hint(err, *listen))
 		return 1
@@ -82,10 +87,6 @@ func cmdRecv(ctx context.Context, args []string, nw network, stdout, stderr io.W
 	if !c.quiet {
 		fmt.Fprintf(stderr, "rdmacp: receiving into %s on %s\n", dir, ln.Addr())
 	}
-
-	// Failed connections are logged rate-limited per peer address: a
-	// storm of hostile ones must not fill the disk.
-	cr := &connReporter{stdout: stdout, stderr: stderr, c: &c, lim: newConnLimiter(time.Now, logInterval, logBurst, logPeers)}
 	onConn := cr.report
 	flushCtx, stopFlush := context.WithCancel(ctx)
 	flushed := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -39,10 +40,15 @@ type Options struct {
 	MaxSlots int
 	// Logf, when set, is told every connection step (cm.Options.Logf).
 	Logf func(format string, args ...any)
-	// Warnf, when set, is told what a Listener refuses whatever Logf is:
-	// a connection request from a peer speaking rsockets (rcopy's client,
-	// a program under librspreload). Without it Logf is.
-	Warnf func(format string, args ...any)
+	// OnRefuse, when set, is told each connection request a Listener
+	// refuses, whatever Logf is: one from a peer speaking rsockets
+	// (rcopy's client, a program under librspreload). peer is the
+	// requester's address (invalid when the CM does not know it), msg
+	// says what was refused, in one line. It is called from the
+	// Listener's one request-reading goroutine: it must not block
+	// (rate-limit per peer there: a peer can send requests at will).
+	// Without it Logf is told.
+	OnRefuse func(peer netip.AddrPort, msg string)
 	// CloseTimeout bounds Close's wait for the peer to confirm the
 	// disconnect (default: cm's, 3 s).
 	CloseTimeout time.Duration
