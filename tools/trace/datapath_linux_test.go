@@ -5,7 +5,6 @@ package trace
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,30 +28,7 @@ func TestDataPathTraces(t *testing.T) {
 	for _, rec := range recs {
 		name := strings.TrimSuffix(filepath.Base(rec), ".rec")
 		t.Run(name, func(t *testing.T) {
-			evs, err := readGoldenRecords(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			txt := strings.TrimSuffix(rec, ".rec") + ".txt"
-			got := strings.Join(goldenLines(evs), "\n") + "\n"
-			if *goldenUpdate {
-				if err := os.WriteFile(txt, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(txt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Errorf("line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
-						break
-					}
-				}
-			}
+			evs := goldenCompare(t, rec)
 			switch {
 			case strings.HasPrefix(name, "ibv_rc_pingpong-"):
 				checkDataPath(t, evs, "SEND")

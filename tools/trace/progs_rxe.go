@@ -211,21 +211,8 @@ func (b *builder) completionRecord(c *cqeSource) {
 	}
 	b.emit(asm.Mov.Reg(asm.R3, asm.R8), asm.Add.Imm(asm.R3, c.UWC))
 	b.probeRead(asm.FnProbeReadKernel, cqRec+recData, sizeofUverbsWC)
-	b.emit(
-		asm.JNE.Imm(asm.R0, 0, "ret"),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.RFP, cqRec+recTid, asm.R0, asm.Word),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.StoreMem(asm.RFP, cqRec+recTgid, asm.R0, asm.Word),
-	)
-	b.fpAddr(asm.R1, cqRec+recComm)
-	b.emit(asm.Mov.Imm(asm.R2, commLen), asm.FnGetCurrentComm.Call())
-	b.emit(
-		asm.StoreImm(asm.RFP, cqRec+recKind, int64(KindCompletion), asm.Byte),
-		asm.StoreImm(asm.RFP, cqRec+recFlags, flagData, asm.Byte),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.RFP, cqRec+recTS, asm.R0, asm.DWord),
-	)
+	b.emit(asm.JNE.Imm(asm.R0, 0, "ret"))
+	b.taskRecord(cqRec, KindCompletion, flagData)
 	b.fpAddr(asm.R7, cqRec)
 	b.ringOutput(recSize, cqKeyOff, cqStatOff)
 }
