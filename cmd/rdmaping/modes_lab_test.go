@@ -35,6 +35,16 @@ func TestLabModes(t *testing.T) {
 			append([]string{"-c", "-a", r.addr}, args...), true,
 			[]string{"SEND_WITH_INV invalidated rkey", "was refused (IBV_WC_REM_ACCESS_ERR)", "send-inv: 3 iterations of 300 bytes checked"})
 	})
+	// -v narrates the data phase as it narrates setup: each post and each
+	// completion, as a learner would look them up.
+	t.Run("write/narrated", func(t *testing.T) {
+		args := []string{"--mode", "write", "-C", "2", "-S", "300", "-p", "7431", "--timeout", "60s", "-v"}
+		pair(t, r, append([]string{"-s", "-a", r.bind}, args...), true,
+			[]string{"verbs: post a receive of", "verbs: post IBV_WR_SEND", "verbs: completion IBV_WC_RECV"},
+			append([]string{"-c", "-a", r.addr}, args...), true,
+			[]string{"verbs: post IBV_WR_RDMA_WRITE 300 B → va 0x", "(signaled, wr_id", "verbs: completion IBV_WC_RDMA_WRITE 300 B on QPN 0x",
+				"write: 2 iterations of 300 bytes checked"})
+	})
 	t.Run("ud", func(t *testing.T) {
 		want := []string{"data transfers complete"}
 		pair(t, r, []string{"--ud", "-s", "-a", r.bind, "-p", "7420", "-C", "4", "-S", "500"}, true, want,

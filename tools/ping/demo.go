@@ -113,7 +113,7 @@ func (d *Demo) postRecv() error {
 	if d.sendMode() {
 		sge = d.in.SGE(d.cfg.Size)
 	}
-	return d.l.QP.PostRecv(uverbs.RecvWR{ID: 1, SGL: sge})
+	return d.l.PostRecv(uverbs.RecvWR{ID: 1, SGL: sge})
 }
 
 // pattern fills b with iteration i's bytes.
@@ -157,7 +157,7 @@ func (d *Demo) sendCtrl(ctx context.Context, b []byte) error {
 
 func (d *Demo) postCtx(ctx context.Context, wr uverbs.SendWR, op uverbs.WCOpcode) (uverbs.WC, error) {
 	wr.Flags |= uverbs.SendSignaled
-	if err := d.l.QP.PostSend(wr); err != nil {
+	if err := d.l.PostSend(wr); err != nil {
 		return uverbs.WC{}, err
 	}
 	if op == uverbs.WCSend || op == uverbs.WCRDMAWrite {

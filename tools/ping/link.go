@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rdmago/rdmago/uverbs"
@@ -82,6 +83,11 @@ func (l *Link) Next(ctx context.Context) (uverbs.WC, error) {
 			return uverbs.WC{}, err
 		}
 		l.pending = append(l.pending[:0], l.buf[:n]...)
+		if l.Logf != nil {
+			for _, wc := range l.pending {
+				l.Logf("%s", WCText(wc))
+			}
+		}
 	}
 }
 
@@ -197,3 +203,51 @@ func (b Buf) SGE(n int) []uverbs.SGE { return []uverbs.SGE{b.MR.SGE(0, n)} }
 
 // Info advertises the first n bytes of the buffer.
 func (b Buf) Info(n int) Info { return Info{Buf: b.MR.Addr(), RKey: b.MR.RKey(), Size: uint32(n)} }
+
+// PostSend posts wr on the link's QP, narrating it first (-v): what a
+// learner sees ring the doorbell.
+func (l *Link) PostSend(wr uverbs.SendWR) error {
+	if l.Logf != nil {
+		l.Logf("%s", SendText(wr))
+	}
+	return l.QP.PostSend(wr)
+}
+
+// PostRecv posts wr on the link's QP, narrating it first (-v).
+func (l *Link) PostRecv(wr uverbs.RecvWR) error {
+	if l.Logf != nil {
+		l.Logf("verbs: post a receive of %d B (wr_id %d): where the peer's next SEND will land", sglLen(wr.SGL), wr.ID)
+	}
+	return l.QP.PostRecv(wr)
+}
+
+func sglLen(sgl []uverbs.SGE) int {
+	n := 0
+	for _, s := range sgl {
+		n += int(s.Length)
+	}
+	return n
+}
+
+// SendText narrates a send work request as it is posted: "verbs: post
+// IBV_WR_RDMA_WRITE 64 B → va 0x7f00… rkey 0x857 (signaled, wr_id 3)".
+func SendText(wr uverbs.SendWR) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "verbs: post %v %d B", wr.Opcode, sglLen(wr.SGL))
+	switch wr.Opcode {
+	case uverbs.WRRDMAWrite, uverbs.WRRDMAWriteWithImm, uverbs.WRRDMARead, uverbs.WRAtomicCmpAndSwp, uverbs.WRAtomicFetchAndAdd:
+		fmt.Fprintf(&sb, " → va %#x rkey %#x", wr.RemoteAddr, wr.RKey)
+	}
+	sig := "unsignaled: no completion"
+	if wr.Flags&uverbs.SendSignaled != 0 {
+		sig = "signaled"
+	}
+	fmt.Fprintf(&sb, " (%s, wr_id %d)", sig, wr.ID)
+	return sb.String()
+}
+
+// WCText narrates a completion as it is polled: "verbs: completion
+// IBV_WC_RDMA_READ 64 B on QPN 0x12 (wr_id 3): IBV_WC_SUCCESS".
+func WCText(wc uverbs.WC) string {
+	return fmt.Sprintf("verbs: completion %v %d B on QPN %#x (wr_id %d): %v", wc.Opcode, wc.ByteLen, wc.QPNum, wc.WRID, wc.Status)
+}

@@ -42,7 +42,7 @@ func (c *CS) Setup(l *Link) error {
 	if !c.inline {
 		l.logf("device doesn't support IBV_SEND_INLINE, using sge sends")
 	}
-	return l.QP.PostRecv(uverbs.RecvWR{ID: 1, SGL: c.recv.SGE(MsgCS)})
+	return l.PostRecv(uverbs.RecvWR{ID: 1, SGL: c.recv.SGE(MsgCS)})
 }
 
 func (c *CS) post(msg []byte) error {
@@ -54,7 +54,7 @@ func (c *CS) post(msg []byte) error {
 	} else {
 		wr.SGL = c.send.SGE(MsgCS)
 	}
-	return c.l.QP.PostSend(wr)
+	return c.l.PostSend(wr)
 }
 
 func (c *CS) recvMsg(ctx context.Context) error {

@@ -97,11 +97,11 @@ func (r *Rping) Setup(l *Link, client bool) error {
 }
 
 func (r *Rping) postRecv() error {
-	return r.l.QP.PostRecv(uverbs.RecvWR{ID: wrRecv, SGL: r.recv.SGE(InfoSize)})
+	return r.l.PostRecv(uverbs.RecvWR{ID: wrRecv, SGL: r.recv.SGE(InfoSize)})
 }
 
 func (r *Rping) postSend() error {
-	return r.l.QP.PostSend(uverbs.SendWR{ID: wrSend, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: r.send.SGE(InfoSize)})
+	return r.l.PostSend(uverbs.SendWR{ID: wrSend, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: r.send.SGE(InfoSize)})
 }
 
 // recvInfo waits for the peer's next message, checks it is an Info and
@@ -142,7 +142,7 @@ func (r *Rping) Server(ctx context.Context) error {
 			return fmt.Errorf("the client advertises %d bytes, more than this server's -S %d", src.Size, len(r.rdma.B))
 		}
 		l.debugf("server received sink adv")
-		if err := l.QP.PostSend(uverbs.SendWR{ID: wrRDMA, Opcode: uverbs.WRRDMARead, Flags: uverbs.SendSignaled,
+		if err := l.PostSend(uverbs.SendWR{ID: wrRDMA, Opcode: uverbs.WRRDMARead, Flags: uverbs.SendSignaled,
 			SGL: r.rdma.SGE(int(src.Size)), RemoteAddr: src.Buf, RKey: src.RKey}); err != nil {
 			return fmt.Errorf("post send error: %w", err)
 		}
@@ -170,7 +170,7 @@ func (r *Rping) Server(ctx context.Context) error {
 			n = len(r.rdma.B)
 		}
 		l.debugf("rdma write from lkey %x laddr %x len %d", r.rdma.MR.LKey(), r.rdma.MR.Addr(), n)
-		if err := l.QP.PostSend(uverbs.SendWR{ID: wrRDMA, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
+		if err := l.PostSend(uverbs.SendWR{ID: wrRDMA, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled,
 			SGL: r.rdma.SGE(n), RemoteAddr: sink.Buf, RKey: sink.RKey}); err != nil {
 			return fmt.Errorf("post send error: %w", err)
 		}

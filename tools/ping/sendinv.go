@@ -55,7 +55,7 @@ func (d *Demo) serveSendInv(ctx context.Context) error {
 	// moves our QP to the error state too (rxe does), and the flush it
 	// brings can overtake the acknowledgement of this very message.
 	copy(d.ctrlOut.B, seq(c.Count))
-	if err := l.QP.PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: d.ctrlOut.SGE(4)}); err != nil {
+	if err := l.PostSend(uverbs.SendWR{ID: 2, Opcode: uverbs.WRSend, Flags: uverbs.SendSignaled, SGL: d.ctrlOut.SGE(4)}); err != nil {
 		return err
 	}
 	return awaitStaleWrite(ctx, l, sendInvQuiet)
@@ -125,7 +125,7 @@ func (d *Demo) clientSendInv(ctx context.Context) error {
 	}
 	// The last rkey is invalidated: a write under it must be refused.
 	wr := uverbs.SendWR{ID: 9, Opcode: uverbs.WRRDMAWrite, Flags: uverbs.SendSignaled, SGL: d.out.SGE(8), RemoteAddr: last.Buf, RKey: last.RKey}
-	if err := l.QP.PostSend(wr); err != nil {
+	if err := l.PostSend(wr); err != nil {
 		return err
 	}
 	_, err := l.Await(ctx, uverbs.WCRDMAWrite, nil)

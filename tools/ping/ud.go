@@ -73,7 +73,7 @@ func (u *UD) Setup(l *Link, mtu int) error {
 		u.send.B[i] = byte(i)
 	}
 	for i := 0; i < u.cfg.Count; i++ {
-		if err := l.QP.PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: u.recv.SGE(u.cfg.Size + GRHSize)}); err != nil {
+		if err := l.PostRecv(uverbs.RecvWR{ID: uint64(i), SGL: u.recv.SGE(u.cfg.Size + GRHSize)}); err != nil {
 			return fmt.Errorf("failed to post receives: %w", err)
 		}
 	}
@@ -84,7 +84,7 @@ func (u *UD) sends(ah *uverbs.AH, qpn, qkey uint32) error {
 	for i := 0; i < u.cfg.Count; i++ {
 		wr := uverbs.SendWR{ID: uint64(1000 + i), Opcode: uverbs.WRSendWithImm, Flags: uverbs.SendSignaled,
 			SGL: u.send.SGE(u.cfg.Size), Imm: u.l.QP.Num(), AH: ah, RemoteQPN: qpn, RemoteQKey: qkey}
-		if err := u.l.QP.PostSend(wr); err != nil {
+		if err := u.l.PostSend(wr); err != nil {
 			return fmt.Errorf("failed to post sends: %w", err)
 		}
 	}

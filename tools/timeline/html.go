@@ -60,6 +60,7 @@ box-shadow:0 2px 8px #0004;padding:8px;display:none;z-index:3;font:12px ui-monos
 .item.nak line{stroke:#d22;stroke-width:2}.item.nak text{fill:#c00;font-weight:700}
 .item.err .anchor{fill:#d22}.item.err text{fill:#c00;font-weight:700}
 .item.error .anchor{fill:#d22}
+.item .span{stroke:#2a6fdb;stroke-width:4;opacity:.3}.item.wc .anchor{fill:#0a8f55}.item.wc text{fill:#0a6f45}
 .item:hover text{text-decoration:underline}.item.hl text{background:#ff0;fill:#000;font-weight:700}.item.hl .anchor{stroke:#000;stroke-width:2}
 .legend span{display:inline-block;margin-right:12px}.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:3px;vertical-align:middle}`
 
@@ -106,7 +107,7 @@ func WriteHTML(w io.Writer, m *Model) error {
 	for _, n := range m.Notes {
 		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(n))
 	}
-	b.WriteString(`<p class="legend"><span><i style="background:#2a6fdb"></i>call</span><span><i style="background:#0a8f55"></i>QP state change</span><span><i style="background:#d9822b"></i>MR registration / rkey</span><span><i style="background:#8a4fd0"></i>CM event</span><span><i style="background:#555"></i>packet</span><span><i style="background:#d22"></i>error, NAK</span>`)
+	b.WriteString(`<p class="legend"><span><i style="background:#2a6fdb"></i>call</span><span><i style="background:#0a8f55"></i>QP state change</span><span><i style="background:#d9822b"></i>MR registration / rkey</span><span><i style="background:#8a4fd0"></i>CM event</span><span><i style="background:#555"></i>packet</span><span><i style="background:#0a8f55;border-radius:2px"></i>completion</span><span><i style="background:#2a6fdb;opacity:.3;border-radius:0;width:4px"></i>call that waited, start to return</span><span><i style="background:#bbb"></i>normal outcome (flushed at teardown, size probe, no event yet)</span><span><i style="background:#d22"></i>error, NAK</span>`)
 	b.WriteString(`<span id="zoom">zoom <button id="zout" type="button">−</button><button id="z1" type="button">1:1</button><button id="zin" type="button">+</button> <span id="zl">100%</span></span></p>` + "\n</header>\n")
 	b.WriteString("<div id=\"wrap\"><div id=\"scaled\">\n<div id=\"lanes\" style=\"width:" + px(m.Width) + "px\">")
 	for _, l := range m.Lanes {
@@ -165,6 +166,9 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 	if it.To != "" {
 		fmt.Fprintf(b, " data-to=\"%s\" data-t2=\"%d\" data-seen=\"%s\"", esc(it.To), it.T2, it.Seen)
 	}
+	if it.T0 != 0 {
+		fmt.Fprintf(b, " data-t0=\"%d\" data-y0=\"%s\"", it.T0, px(it.Y0))
+	}
 	if it.Count > 0 {
 		fmt.Fprintf(b, " data-count=\"%d\"", it.Count)
 	}
@@ -216,7 +220,14 @@ func writeItem(b *strings.Builder, i int, it Item, laneX map[string]float64) {
 	case ItemNote:
 		fmt.Fprintf(b, "<rect class=\"anchor\" x=\"%s\" y=\"%s\" width=\"8\" height=\"8\"/>", px(x-4), px(it.Y-4))
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
+	case ItemCompletion:
+		fmt.Fprintf(b, "<rect class=\"anchor\" x=\"%s\" y=\"%s\" width=\"8\" height=\"8\" rx=\"2\"/>", px(x-4), px(it.Y-4))
+		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
 	default:
+		if it.T0 != 0 {
+			// A call that waited: a bar from its start to its return.
+			fmt.Fprintf(b, "<line class=\"span\" x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>", px(x-8), px(it.Y0), px(x-8), px(it.Y))
+		}
 		fmt.Fprintf(b, "<circle class=\"anchor\" cx=\"%s\" cy=\"%s\" r=\"4\"/>", px(x), px(it.Y))
 		fmt.Fprintf(b, "<text x=\"%s\" y=\"%s\">%s</text>", px(x+8), px(it.Y+4), esc(short(it.Label, 34)))
 	}

@@ -36,6 +36,9 @@ func layout(m *Model) {
 		if it.Kind == ItemPacket || it.Kind == ItemRun {
 			it.Y2 = math.Max(it.Y, yAt(ts, ys, it.T2))
 		}
+		if it.T0 != 0 {
+			it.Y0 = math.Min(it.Y, yAt(ts, ys, it.T0))
+		}
 	}
 	m.Height = y + 2*rowHeight
 	for _, it := range m.Items {

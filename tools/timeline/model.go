@@ -65,7 +65,14 @@ const (
 	ItemRun    = "run"    // Count packets of one opcode in a row, summarised
 	ItemError  = "error"  // an error completion inferred from a NAK, in the lane of the QP's process
 	ItemNote   = "note"   // the rxe counters or lost events at the end of a recording
+	// ItemCompletion is a completion rxe posted to a CQ, in the lane of the
+	// QP's process (the node's kernel lane when it is not known).
+	ItemCompletion = "completion"
 )
+
+// spanMin is how long a call that waits (rdma_cm's GET_EVENT) must take to
+// be drawn as a span from its start to its return, labelled at the return.
+const spanMin = 1_000_000
 
 // Item is one thing drawn.
 type Item struct {
@@ -74,6 +81,9 @@ type Item struct {
 	To   string `json:"to,omitempty"` // a packet's receiver's kernel lane
 	T    int64  `json:"t"`            // ns since the start, on node 0's clock (a packet: sent)
 	T2   int64  `json:"t2,omitempty"` // a packet: received; a run: its last packet
+	// T0 is when a call drawn as a span (it waited: GET_EVENT) started; T
+	// is then its return, where its label and result are.
+	T0 int64 `json:"t0,omitempty"`
 	// Seen says where a packet was captured: "both", "sender" or "receiver".
 	Seen  string   `json:"seen,omitempty"`
 	Count int      `json:"count,omitempty"` // packets in a run
@@ -84,6 +94,7 @@ type Item struct {
 	Fields []trace.KV `json:"fields"`
 	Y      float64    `json:"y"`            // layout: row
 	Y2     float64    `json:"y2,omitempty"` // layout: receive row of a packet, last row of a run
+	Y0     float64    `json:"y0,omitempty"` // layout: the row of T0`
 }
 
 // Model is the layout of a set of recordings.
@@ -301,11 +312,23 @@ func Build(recs []Recording) (*Model, error) {
 
 	// Calls and events.
 	for i, r := range recs {
+		flushed := 0 // flushed completions: not errors of their own (noteItem)
 		for _, e := range r.Entries {
 			switch e.Type {
 			case trace.EntryCall, trace.EntryEvent:
+			case trace.EntryCompletion:
+				lane := procLane(i, e.PID)
+				if _, ok := procFirst[procKey{i, e.PID}]; !ok {
+					lane = kernelLane(i)
+				}
+				it := completionItem(e, lane, rel(i, e.TS))
+				if slices.Contains(it.Class, "flush") {
+					flushed++
+				}
+				m.Items = append(m.Items, it)
+				continue
 			case trace.EntryRXE, trace.EntryLost:
-				m.Items = append(m.Items, noteItem(i, e, rel(i, e.TS)))
+				m.Items = append(m.Items, noteItem(i, e, rel(i, e.TS), flushed))
 				continue
 			default:
 				continue
@@ -529,11 +552,30 @@ func callItem(node int, e trace.RecordEntry, t int64) Item {
 	if q, ok := kvGet(e.Resp, "qpn"); ok && !strings.Contains(op, "MODIFY") {
 		fmt.Fprintf(&sb, " QPN %s", q)
 	}
+	if wr, ok := kvGet(e.Args, "wr"); ok && op == "POST_SEND" {
+		sb.WriteString(postedWR(e.Args, wr))
+		if rk, ok := kvGet(e.Args, "rkey"); ok {
+			it.RKey = rk
+		}
+	}
+	if op == "GET_EVENT" && e.Dur >= spanMin {
+		// It waited: drawn from its start to its return, where the event is.
+		it.T0, it.T = t, t+int64(e.Dur)
+	}
 	switch {
 	case e.Result == "EAGAIN" && op == "GET_EVENT":
 		// A non-blocking rdma_get_cm_event with nothing queued.
 		it.Class = append(it.Class, "idle")
 		sb.WriteString(" → EAGAIN (no event yet)")
+	case e.Result == "ERESTARTSYS" && op == "GET_EVENT":
+		// A blocking rdma_get_cm_event still waiting when the program exits.
+		it.Class = append(it.Class, "idle")
+		sb.WriteString(" → ERESTARTSYS (interrupted: the program exited while waiting)")
+	case e.Result == "ENOSPC" && strings.HasPrefix(op, "QUERY_DEVICE"):
+		// libibverbs asks with a small response buffer first to learn the
+		// size the kernel wants, then asks again.
+		it.Class = append(it.Class, "idle")
+		sb.WriteString(" → ENOSPC (libibverbs' size probe: it asks again)")
 	case e.Result != "" && e.Result != "ok":
 		it.Class = append(it.Class, "err")
 		fmt.Fprintf(&sb, " → %s", e.Result)
@@ -560,8 +602,9 @@ func callItem(node int, e trace.RecordEntry, t int64) Item {
 	return it
 }
 
-// noteItem is the rxe counts or the lost events at the end of a recording.
-func noteItem(node int, e trace.RecordEntry, t int64) Item {
+// noteItem is the rxe counts or the lost events at the end of a recording;
+// flushed is how many of the completions recorded were flushed ones.
+func noteItem(node int, e trace.RecordEntry, t int64, flushed int) Item {
 	it := Item{Kind: ItemNote, Lane: kernelLane(node), T: t}
 	if e.Type == trace.EntryLost {
 		it.Class = []string{"err"}
@@ -583,9 +626,12 @@ func noteItem(node int, e trace.RecordEntry, t int64) Item {
 		it.Fields = append(it.Fields, trace.KV{what + " qpn " + q, fmt.Sprint(c.Count)})
 	}
 	it.Label = fmt.Sprintf("rxe data path: %d counters", len(e.RXE))
-	if errs > 0 {
+	switch {
+	case errs > flushed:
 		it.Label += fmt.Sprintf(", %d completions with an error status (flushed WRs count too)", errs)
 		it.Class = []string{"err"}
+	case errs > 0:
+		it.Label += fmt.Sprintf(", %d flushed completions (teardown)", errs)
 	}
 	return it
 }
@@ -664,4 +710,65 @@ func cmMAD(head string) (msg, tid string, ok bool) {
 		0x15: "DREQ", 0x16: "DREP", 0x17: "SIDR_REQ", 0x18: "SIDR_REP", 0x19: "LAP", 0x1a: "APR"}
 	msg, ok = names[binary.BigEndian.Uint16(b[16:])]
 	return msg, fmt.Sprintf("%#x", binary.BigEndian.Uint64(b[8:])), ok
+}
+
+// postedWR is a POST_SEND's work request as the doorbell's WQE showed it:
+// " RDMA_WRITE 64 B → va 0x7f00… rkey 0x857 (signaled)".
+func postedWR(args []trace.KV, wr string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, " %s", wr)
+	if l, ok := kvGet(args, "len"); ok {
+		fmt.Fprintf(&sb, " %s B", l)
+	}
+	if q, ok := kvGet(args, "remote_qpn"); ok {
+		fmt.Fprintf(&sb, " → QPN %s", q)
+	}
+	if va, ok := kvGet(args, "va"); ok {
+		fmt.Fprintf(&sb, " → va %s", va)
+	}
+	if rk, ok := kvGet(args, "rkey"); ok {
+		fmt.Fprintf(&sb, " rkey %s", rk)
+	}
+	if fl, ok := kvGet(args, "flags"); ok {
+		fmt.Fprintf(&sb, " (%s)", strings.ReplaceAll(fl, ",", ", "))
+	}
+	if n, ok := kvGet(args, "posted"); ok {
+		fmt.Fprintf(&sb, ", the last of %s WRs", n)
+	}
+	return sb.String()
+}
+
+// completionItem is a completion rxe posted, in lane: "completion
+// RDMA_WRITE 64 B QPN 17". A flushed one (the QP went to the error state
+// first, as every teardown does to its posted receives) is grey, any other
+// error red.
+func completionItem(e trace.RecordEntry, lane string, t int64) Item {
+	it := Item{Kind: ItemCompletion, Lane: lane, T: t, Class: []string{"wc"}}
+	op, _ := kvGet(e.Args, "opcode")
+	st, _ := kvGet(e.Args, "status")
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "completion %s", op)
+	if l, ok := kvGet(e.Args, "len"); ok && st == "SUCCESS" {
+		fmt.Fprintf(&sb, " %s B", l)
+	}
+	if q, ok := kvGet(e.Args, "qpn"); ok {
+		fmt.Fprintf(&sb, " QPN %s", q)
+	}
+	switch st {
+	case "SUCCESS":
+	case trace.WCFlushed:
+		it.Class = append(it.Class, "idle", "flush")
+		sb.WriteString(" flushed")
+	default:
+		it.Class = append(it.Class, "err")
+		fmt.Fprintf(&sb, " → %s", st)
+	}
+	it.Label = sb.String()
+	it.Fields = []trace.KV{{"what", "a completion rxe posted to the CQ (what ibv_poll_cq returns)"},
+		{"process", fmt.Sprintf("%s[%d] (the QP's owner)", e.Comm, e.PID)}}
+	it.Fields = append(it.Fields, e.Args...)
+	if st == trace.WCFlushed {
+		it.Fields = append(it.Fields, trace.KV{"flushed", "the QP went to the error state before this request ran: normal at teardown, when the receives still posted are flushed"})
+	}
+	return it
 }

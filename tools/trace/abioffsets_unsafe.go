@@ -56,4 +56,12 @@ const (
 	sizeofIoctlAttr       = int(unsafe.Sizeof(abi.IoctlAttr{}))
 	offsetofIoctlNumAttrs = int(unsafe.Offsetof(abi.IoctlHdr{}.NumAttrs))
 	sizeofGIDEntry        = int(unsafe.Sizeof(abi.GIDEntry{}))
+	sizeofUverbsWC        = int32(unsafe.Sizeof(abi.WC{}))
+
+	// struct rxe_send_wqe: the fields of the WQE digest (progs_rxe.go).
+	rxeWQEOpcode    = int(unsafe.Offsetof(abi.RxeSendWQE{}.WR) + unsafe.Offsetof(abi.RxeSendWR{}.Opcode))
+	rxeWQESendFlags = int(unsafe.Offsetof(abi.RxeSendWR{}.SendFlags))
+	rxeWQEImm       = int(unsafe.Offsetof(abi.RxeSendWR{}.ImmData))
+	rxeWQEUnion     = int(unsafe.Offsetof(abi.RxeSendWR{}.WR))
+	rxeWQEDMALen    = int32(unsafe.Offsetof(abi.RxeSendWQE{}.DMA) + unsafe.Offsetof(abi.RxeDMAInfo{}.Length))
 )

@@ -49,6 +49,9 @@ type cTool struct {
 	// reset, if set, discards what a failed run left outside the trace
 	// (the strace output files) before trace runs again.
 	reset func()
+	// rxe also attaches the rxe probes: the data path's WQEs and
+	// completions (those of every user CQ: rxe_cq_post has no filter).
+	rxe bool
 }
 
 // trace runs c.server (if any), then (after the server had time to
@@ -107,7 +110,7 @@ func (c cTool) traceOnce(t *testing.T) (cToolRun, error) {
 	// 1 MiB, a reader that fell behind for a moment (under TCG, the
 	// host's two cores busy) lost 370 of ib_write_lat's (make test,
 	// 2026-11-29).
-	tr := openTracer(t, Options{Comm: comm, NoRXE: true, NoCM: true, RingBytes: 32 << 20})
+	tr := openTracer(t, Options{Comm: comm, NoRXE: !c.rxe, NoCM: true, RingBytes: 32 << 20})
 	defer tr.Close() // closed again, idempotently, by openTracer's cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.timeout, 3*time.Minute))
 	defer cancel()

@@ -35,6 +35,16 @@
 //     kprobe) while no QP is active, kprobes otherwise (Options.RXEFentry,
 //     Options.RXEKprobes force one). The QPs are tied to processes in user
 //     space (owners.go), so that -p/-c filter these counts too.
+//   - the data path, from two of those programs: rxe_cq_post also sends
+//     every completion posted to a user CQ (its struct ib_uverbs_wc: QPN,
+//     opcode, status, byte_len, wr_id) as a KindCompletion record, shown
+//     in the name of the QP's owner; rxe_post_send (the doorbell of a user
+//     QP, inside the POST_SEND write()) copies the last WQE of the send
+//     ring (rxe_qp.sq.queue->buf, offsets from BTF) into that write's
+//     record, so that the doorbell shows the work request it rang for
+//     ("POST_SEND wr=RDMA_WRITE len=64 va=0x... rkey=0x857 flags=signaled").
+//     Receives on a user QP ring no doorbell (rxe reads the receive ring
+//     when a message arrives): they show only as their completions.
 //
 // Events reach user space through a ring buffer whose programs wake the
 // reader only once a quarter of it is filled (the reader also polls every

@@ -20,6 +20,11 @@ const (
 	KindVerbsMmap  Kind = 3 // kprobe+kretprobe ib_uverbs_mmap
 	KindUCMWrite   Kind = 4 // kprobe+kretprobe ucma_write: a command on /dev/infiniband/rdma_cm
 	KindCMEvent    Kind = 5 // tracepoint rdma_cma:cm_event_handler
+	// KindCompletion is a completion rxe posted to a user CQ (the
+	// rxe_cq_post probe): Data is its struct ib_uverbs_wc; PID, TID and
+	// Comm are the task rxe posted it in, not necessarily the QP's process
+	// (Formatter.Line names the QP's owner when it knows it).
+	KindCompletion Kind = 6
 )
 
 func (k Kind) String() string {
@@ -34,6 +39,8 @@ func (k Kind) String() string {
 		return "ucma"
 	case KindCMEvent:
 		return "cm"
+	case KindCompletion:
+		return "cq"
 	}
 	return fmt.Sprintf("kind%d", uint8(k))
 }
@@ -56,6 +63,13 @@ func (k Kind) String() string {
 //	 72  128   data    write/ucma: first 128 bytes of the user buffer; ioctl:
 //	                   ib_uverbs_ioctl_hdr + attrs; cm: cm_id, tos, srcaddr, dstaddr
 //	200   24   resp    first bytes of the command's response, read at return
+//
+// A completion record (KindCompletion) has the struct ib_uverbs_wc in
+// data. The record of a POST_SEND doorbell on an rxe user QP (flagWQE)
+// carries, from data+64 (past the command, which is 32 bytes when it
+// carries no WR), the WQE digest read from the send ring at rxe_post_send:
+// the first 56 bytes of struct rxe_send_wqe, its dma.length, and the
+// ring's producer index after the post (progs_rxe.go).
 //
 // ioctl and ucma records are longer (bigRecSize): the extension that follows
 // the record above is
@@ -110,6 +124,7 @@ const (
 	flagResp      = 1 << 2 // resp was read from the command's response buffer
 	flagDataShort = 1 << 3 // only the 8-byte command header could be read
 	flagExt       = 1 << 4 // the extension of a big record was read
+	flagWQE       = 1 << 5 // data+wqeDigestOff holds a WQE digest (POST_SEND on rxe)
 )
 
 // Event is one decoded record.
@@ -135,6 +150,11 @@ type Event struct {
 	// kernel wrote (UVERBS_ATTR_F_VALID_OUTPUT) read at return. Nil for
 	// inline attributes and buffers that could not be read.
 	IoctlBufs [][]byte
+
+	// WQE is the digest of the last send WQE of a POST_SEND doorbell on an
+	// rxe user QP, read from the send ring by the rxe_post_send probe
+	// (wqeDigestOff in the record); nil otherwise.
+	WQE []byte
 }
 
 // DecodeEvent parses one record written by the programs. b must be exactly
@@ -155,7 +175,7 @@ func DecodeEvent(b []byte) (Event, error) {
 		A0:   bo.Uint64(b[recA0:]),
 		A1:   bo.Uint64(b[recA1:]),
 	}
-	if e.Kind < KindVerbsWrite || e.Kind > KindCMEvent {
+	if e.Kind < KindVerbsWrite || e.Kind > KindCompletion {
 		return Event{}, fmt.Errorf("decode event: unknown kind %d", e.Kind)
 	}
 	comm := b[recComm : recComm+commLen]
@@ -174,6 +194,9 @@ func DecodeEvent(b []byte) (Event, error) {
 		e.Data = bytes.Clone(b[recData : recData+recDataLen])
 	case flags&flagDataShort != 0:
 		e.Data = bytes.Clone(b[recData : recData+8])
+	}
+	if flags&flagWQE != 0 && flags&flagData != 0 {
+		e.WQE = bytes.Clone(b[recData+wqeDigestOff : recData+recDataLen])
 	}
 	if flags&flagResp != 0 {
 		e.Resp = bytes.Clone(b[recResp : recResp+recRespLen])

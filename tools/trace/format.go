@@ -47,6 +47,7 @@ type Formatter struct {
 
 	qpns   map[qpnKey]uint64  // QP handle -> QPN, from the creations seen (qpn.go)
 	owners map[uint32]QPOwner // QPN -> the process that created it (owners.go)
+	sqProd map[qpnKey]uint32  // QP handle -> send ring producer index at its last doorbell (datapath.go)
 }
 
 func (f *Formatter) names() Names {
@@ -175,6 +176,9 @@ func (f *Formatter) Describe(e Event) Description {
 		if dec := resps[cmd]; dec != nil && e.Resp != nil {
 			d.Resp = dec(e.Resp)
 		}
+		if cmd == abi.IB_USER_VERBS_CMD_POST_SEND && !ex {
+			f.describeWQE(&d, e)
+		}
 	case KindVerbsIoctl:
 		d.Subsys = "uverbs"
 		if e.A0 != uint64(abi.RDMA_VERBS_IOCTL) {
@@ -220,6 +224,8 @@ func (f *Formatter) Describe(e Event) Description {
 				d.Resp = ucmInitQPAttrResp(e.Resp)
 			}
 		}
+	case KindCompletion:
+		describeCompletion(&d, e)
 	case KindCMEvent:
 		d.Subsys = "cm"
 		d.Op = orNumber(n.CMEvent(uint32(e.A0)), "EVENT_", e.A0)
@@ -315,6 +321,7 @@ func appendFields(sb *strings.Builder, fs []Field) {
 // type=RC pd=0 ... -> ok 41us qp=1 qpn=17". Failed calls show the errno
 // name and number: "-> EINVAL (-22) 3us".
 func (f *Formatter) Line(e Event) string {
+	e = f.attribute(e)
 	d := f.Describe(e)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%.6f %s[%d] %s", f.rel(e.TS), e.Comm, e.PID, d.Subsys)
@@ -363,6 +370,7 @@ func fieldMap(fs []Field) map[string]any {
 
 // JSON renders e as one JSON object (no trailing newline).
 func (f *Formatter) JSON(e Event) ([]byte, error) {
+	e = f.attribute(e)
 	d := f.Describe(e)
 	j := jsonEvent{
 		Time: f.rel(e.TS), Comm: e.Comm, PID: e.PID, TID: e.TID,

@@ -144,6 +144,38 @@ func checkNamed(t *testing.T, name string, evs []Event) {
 	}
 }
 
+// goldenCompare decodes the records of rec (NAME.rec) and compares their
+// lines with NAME.txt (rewritten first with -rdmatrace.update).
+func goldenCompare(t *testing.T, rec string) []Event {
+	t.Helper()
+	evs, err := readGoldenRecords(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := strings.TrimSuffix(rec, ".rec") + ".txt"
+	got := strings.Join(goldenLines(evs), "\n") + "\n"
+	if *goldenUpdate {
+		if err := os.WriteFile(txt, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(txt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Errorf("line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
+				break
+			}
+		}
+		t.Errorf("%d lines decoded, %d recorded, first difference above", len(gl), len(wl))
+	}
+	return evs
+}
+
 // TestGoldenTraces decodes the recorded traces of rdma-core's programs: the
 // lines must be those recorded with them, every command named, and the QPNs
 // the trace shows those the program printed (ibv_*_pingpong) or sent in
@@ -156,31 +188,7 @@ func TestGoldenTraces(t *testing.T) {
 	for _, rec := range recs {
 		name := strings.TrimSuffix(filepath.Base(rec), ".rec")
 		t.Run(name, func(t *testing.T) {
-			evs, err := readGoldenRecords(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(strings.TrimSuffix(rec, ".rec") + ".txt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := strings.Join(goldenLines(evs), "\n") + "\n"
-			if *goldenUpdate {
-				if err := os.WriteFile(strings.TrimSuffix(rec, ".rec")+".txt", []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				want = []byte(got)
-			}
-			if got != string(want) {
-				gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Errorf("line %d:\n got %s\nwant %s", i+1, gl[i], wl[i])
-						break
-					}
-				}
-				t.Errorf("%d lines decoded, %d recorded, first difference above", len(gl), len(wl))
-			}
+			evs := goldenCompare(t, rec)
 			checkNamed(t, name, evs)
 			out, err := os.ReadFile(strings.TrimSuffix(rec, ".rec") + ".out")
 			if err != nil {

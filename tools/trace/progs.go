@@ -500,6 +500,26 @@ func (b *builder) copyCtx(stackOff int16, f tpField, max int) {
 	}
 }
 
+// taskRecord fills in the record on the stack at rec the current task
+// (tid, tgid, comm), kind, flags and the time, for the programs that run in
+// whatever task the kernel is in (clobbers R0-R5).
+func (b *builder) taskRecord(rec int16, kind Kind, flags int64) {
+	b.emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, rec+recTid, asm.R0, asm.Word),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, rec+recTgid, asm.R0, asm.Word),
+	)
+	b.fpAddr(asm.R1, rec+recComm)
+	b.emit(asm.Mov.Imm(asm.R2, commLen), asm.FnGetCurrentComm.Call())
+	b.emit(
+		asm.StoreImm(asm.RFP, rec+recKind, int64(kind), asm.Byte),
+		asm.StoreImm(asm.RFP, rec+recFlags, flags, asm.Byte),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, rec+recTS, asm.R0, asm.DWord),
+	)
+}
+
 // cmEventProg is the tracepoint program for rdma_cma:cm_event_handler. It
 // runs in the context that delivers the CM event (often a kernel worker), so
 // it applies no pid/comm filter. Record: a0 = event, a1 = status (as u32),
@@ -516,20 +536,7 @@ func cmEventProg(fl cmEventFields) (asm.Instructions, error) {
 	b := &builder{}
 	b.emit(asm.Mov.Reg(asm.R6, asm.R1))
 	b.zeroRecord()
-	b.emit(
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.RFP, stackRec+recTid, asm.R0, asm.Word),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.StoreMem(asm.RFP, stackRec+recTgid, asm.R0, asm.Word),
-	)
-	b.fpAddr(asm.R1, stackRec+recComm)
-	b.emit(asm.Mov.Imm(asm.R2, commLen), asm.FnGetCurrentComm.Call())
-	b.emit(
-		asm.StoreImm(asm.RFP, stackRec+recKind, int64(KindCMEvent), asm.Byte),
-		asm.StoreImm(asm.RFP, stackRec+recFlags, flagData, asm.Byte),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.RFP, stackRec+recTS, asm.R0, asm.DWord),
-	)
+	b.taskRecord(stackRec, KindCMEvent, flagData)
 	for _, x := range []struct {
 		f   tpField
 		dst int16

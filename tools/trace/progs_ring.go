@@ -24,7 +24,7 @@ const (
 // dropKey: u8 kind, u8 flags (the record's), u16 zero, u32 extra, u64 head.
 // head is the first 8 bytes of the record's data (the command header of a
 // write(), rdma_ucm command or ioctl; zero when unread), a0 for a CM event
-// (the event) and zero for mmap; extra is, for an ioctl, the inline data of
+// (the event) and zero for mmap and completions; extra is, for an ioctl, the inline data of
 // its UVERBS_ATTR_WRITE_CMD attribute when one of its first attributes is
 // one (the write command an INVOKE_WRITE carries).
 const (
@@ -90,6 +90,7 @@ func (b *builder) ringOutput(size int32, keyOff, statOff int16) {
 		asm.StoreMem(asm.RFP, keyOff+dropKeyHead, asm.R1, asm.DWord),
 		asm.Ja.Label(out),
 		asm.JEq.Imm(asm.R8, int32(KindVerbsMmap), out).WithSymbol("notcm_"+out),
+		asm.JEq.Imm(asm.R8, int32(KindCompletion), out),
 		asm.JEq.Imm(asm.R9, 0, out),
 		asm.LoadMem(asm.R1, asm.R7, recData, asm.DWord),
 		asm.StoreMem(asm.RFP, keyOff+dropKeyHead, asm.R1, asm.DWord),

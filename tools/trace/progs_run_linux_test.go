@@ -355,3 +355,30 @@ func TestRunRXECounter(t *testing.T) {
 		t.Errorf("count for {4, unknown} = %d, %v; want 1", n, err)
 	}
 }
+
+// TestRunRXEDataPath loads the programs that record completions and read
+// WQEs at the doorbell (the verifier must take them) and runs them on
+// pointers the kernel cannot read: they count the hit and record nothing.
+func TestRunRXEDataPath(t *testing.T) {
+	if !regsSupported {
+		t.Skip("no pt_regs layout for this architecture")
+	}
+	h := newRunHarness(t)
+	for _, p := range []rxePlan{
+		{ID: 5, CQE: &cqeSource{CQArg: 0, CQEArg: 1, IsUser: 8, UStatus: 8, UQPN: 28, KStatus: 8, KQP: 24, IBQPNum: 100, UWC: 0}},
+		{ID: 6, QP: &qpnSource{Arg: 0, Off: 100}, WQE: &wqeSource{QPArg: 0, SQQueue: 600, QueueBuf: 8}},
+	} {
+		insns, err := rxeProgFor(p, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.run(insns, regs(0, 0x1000, 0x2000))
+		var n uint64
+		if err := h.maps[mapRXECounts].Lookup([2]uint32{uint32(p.ID), qpnUnknown}, &n); err != nil || n != 1 {
+			t.Errorf("probe %d: count for unknown = %d, %v; want 1", p.ID, n, err)
+		}
+		if e, ok := h.next(); ok {
+			t.Errorf("probe %d recorded %+v from unreadable pointers", p.ID, e)
+		}
+	}
+}

@@ -47,8 +47,11 @@ const (
 	EntryCall   = "call"   // a uverbs or rdma_cm call of a traced process
 	EntryEvent  = "event"  // a CM event, delivered in the kernel
 	EntryPacket = "packet" // a RoCEv2 packet captured on Iface
-	EntryRXE    = "rxe"    // the rxe data-path hit counts at the end
-	EntryLost   = "lost"   // events the tracer or the capture lost
+	// EntryCompletion is a completion rxe posted to a user CQ; PID and Comm
+	// are the QP's owner when known, else the task rxe posted it in.
+	EntryCompletion = "completion"
+	EntryRXE        = "rxe"  // the rxe data-path hit counts at the end
+	EntryLost       = "lost" // events the tracer or the capture lost
 )
 
 // KV is one decoded field, written as a two-element JSON array so that the
@@ -166,13 +169,17 @@ func kvs(fs []Field) []KV {
 
 // EntryOf describes a traced event as a recording entry.
 func (f *Formatter) EntryOf(e Event) RecordEntry {
+	e = f.attribute(e)
 	d := f.Describe(e)
 	r := RecordEntry{
 		Type: EntryCall, TS: e.TS, PID: e.PID, TID: e.TID, Comm: e.Comm,
 		Subsys: d.Subsys, Op: d.Op, Dev: d.Dev, Args: kvs(d.Args), Resp: kvs(d.Resp), Result: d.Result,
 	}
-	if e.Kind == KindCMEvent {
+	switch e.Kind {
+	case KindCMEvent:
 		r.Type = EntryEvent
+	case KindCompletion:
+		r.Type = EntryCompletion
 	}
 	if e.Returned {
 		r.Ret, r.Dur = e.Ret, e.Dur
@@ -270,7 +277,7 @@ func Record(ctx context.Context, o RecordOptions, stderr io.Writer) error {
 	go func() {
 		defer func() { done <- struct{}{} }()
 		err := readEvents(ctx, t, func(e Event) {
-			if e.Kind == KindCMEvent || o.keep(e, f.Devices) {
+			if e.Kind == KindCMEvent || o.keep(e, f) {
 				entries <- f.EntryOf(e)
 			}
 		})

@@ -85,7 +85,8 @@ type rxePlan struct {
 	Func string
 	QP   *qpnSource
 	CQE  *cqeSource
-	How  string // how the QPN is found, or why it is not
+	WQE  *wqeSource // rxe_post_send: where the send ring is
+	How  string     // how the QPN is found, or why it is not
 }
 
 // planRXE decides, from the rdma_rxe module's BTF (mod, nil when there is
@@ -130,6 +131,14 @@ func planOne(mod typeFinder, p *rxePlan) error {
 			}
 			p.QP = &qpnSource{Arg: i, Off: off}
 			p.How = fmt.Sprintf("arg %d (%s) ->qp_num @%d", i, param.Name, off)
+			if p.Func == "rxe_post_send" {
+				if w, err := planWQE(mod, i); err == nil {
+					p.WQE = w
+					p.How += fmt.Sprintf("; the last WQE from ->sq.queue@%d ->buf@%d", w.SQQueue, w.QueueBuf)
+				} else {
+					p.How += "; WQEs not read: " + err.Error()
+				}
+			}
 			return nil
 		case target == "rxe_task":
 			field := "qp" // 6.4+: struct rxe_task { ... struct rxe_qp *qp; }
@@ -173,18 +182,37 @@ func planOne(mod typeFinder, p *rxePlan) error {
 				{&c.KStatus, "rxe_cqe", []string{"ibwc", "status"}},
 				{&c.KQP, "rxe_cqe", []string{"ibwc", "qp"}},
 				{&c.IBQPNum, "ib_qp", []string{"qp_num"}},
+				{&c.UWC, "rxe_cqe", []string{"uibwc"}},
 			} {
 				if *f.dst, err = structOffset(mod, f.name, f.path...); err != nil {
 					return err
 				}
 			}
 			p.CQE = c
-			p.How = fmt.Sprintf("cqe (is_user@%d): uibwc.qp_num@%d or ibwc.qp@%d->qp_num@%d; status!=0 counted as errors",
+			p.How = fmt.Sprintf("cqe (is_user@%d): uibwc.qp_num@%d or ibwc.qp@%d->qp_num@%d; status!=0 counted as errors; user CQs' completions recorded",
 				c.IsUser, c.UQPN, c.KQP, c.IBQPNum)
 			return nil
 		}
 	}
 	return fmt.Errorf("no argument leads to a QP")
+}
+
+// planWQE finds the send ring of the struct ib_qp in argument arg (the
+// struct rxe_qp that embeds it).
+func planWQE(mod typeFinder, arg int) (*wqeSource, error) {
+	ibqp, err := structOffset(mod, "rxe_qp", "ibqp")
+	if err != nil {
+		return nil, err
+	}
+	q, err := structOffset(mod, "rxe_qp", "sq", "queue")
+	if err != nil {
+		return nil, err
+	}
+	buf, err := structOffset(mod, "rxe_queue", "buf")
+	if err != nil {
+		return nil, err
+	}
+	return &wqeSource{QPArg: arg, SQQueue: q - ibqp, QueueBuf: buf}, nil
 }
 
 // moduleSymbols reads /proc/kallsyms-format text and returns the function

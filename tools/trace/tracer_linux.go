@@ -349,7 +349,7 @@ func (t *Tracer) attachRXE(vmlinux *btf.Spec, funcs []string, opts Options) {
 			}
 		}
 		pr := Probe{Name: "kprobe:" + p.Func, Note: fmt.Sprintf("%s (not fentry: %v)", p.How, notFentry)}
-		insns, err := rxeCounter(p.ID, p.QP, p.CQE)
+		insns, err := rxeProgFor(p, false)
 		if err == nil {
 			var prog *ebpf.Program
 			if prog, err = t.load("rdmatrace_rxe", ebpf.Kprobe, insns); err == nil {
@@ -392,7 +392,7 @@ func rxeNotFentry(opts Options) error {
 // attachRXEFentry attaches p's counter as an fentry program (the function's
 // type from rdma_rxe's BTF, found by cilium/ebpf).
 func (t *Tracer) attachRXEFentry(p rxePlan) error {
-	insns, err := rxeCounterFor(p.ID, p.QP, p.CQE, true)
+	insns, err := rxeProgFor(p, true)
 	if err != nil {
 		return err
 	}

@@ -51,12 +51,20 @@ func (o WatchOptions) Check() error {
 
 // keep reports whether event e passes the filters that the probes do not
 // apply in the kernel: a CM event is delivered in kernel context and cannot
-// be attributed to a process, so a PID or command filter drops it; a Dev
-// filter drops calls on other known devices.
-func (o WatchOptions) keep(e Event, devices map[uint32]string) bool {
-	if e.Kind == KindCMEvent && (o.PID != 0 || o.Comm != "") {
+// be attributed to a process, so a PID or command filter drops it; a
+// completion is posted in softirq or work-queue context, so such a filter
+// keeps it when f knows its QP's owner and the owner passes; a Dev filter
+// drops calls on other known devices (f.Devices).
+func (o WatchOptions) keep(e Event, f *Formatter) bool {
+	filtered := o.PID != 0 || o.Comm != ""
+	switch {
+	case e.Kind == KindCMEvent && filtered:
 		return false
+	case e.Kind == KindCompletion && filtered:
+		owner, ok := f.completionOwner(e)
+		return ok && (o.PID == 0 || owner.PID == uint32(o.PID)) && (o.Comm == "" || owner.Comm == o.Comm)
 	}
+	devices := f.Devices
 	if o.Dev != "" && e.Dev != 0 && devices[e.Dev] != "" && devices[e.Dev] != o.Dev {
 		return false
 	}
@@ -123,7 +131,7 @@ loop:
 			if !ok {
 				break loop
 			}
-			if !o.keep(e, f.Devices) {
+			if !o.keep(e, f) {
 				continue
 			}
 			switch {

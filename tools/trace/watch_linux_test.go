@@ -3,6 +3,7 @@
 package trace
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,13 @@ func TestWatchFilters(t *testing.T) {
 	devices := map[uint32]string{1: "rxe0", 2: "rxe1"}
 	call := func(dev uint32) Event { return Event{Kind: KindVerbsWrite, Dev: dev} }
 	cm := Event{Kind: KindCMEvent}
+	f := &Formatter{Devices: devices}
+	f.setQPOwner(17, QPOwner{PID: 7, Comm: "rping"})
+	wc := func(qpn uint32) Event {
+		b := make([]byte, 48)
+		binary.NativeEndian.PutUint32(b[28:], qpn) // ib_uverbs_wc.qp_num
+		return Event{Kind: KindCompletion, PID: 99, Comm: "ksoftirqd/0", Data: b}
+	}
 	for _, tc := range []struct {
 		o    WatchOptions
 		e    Event
@@ -24,8 +32,14 @@ func TestWatchFilters(t *testing.T) {
 		{WatchOptions{Dev: "rxe0"}, call(2), false},
 		{WatchOptions{Dev: "rxe0"}, call(0), true}, // device unknown: kept
 		{WatchOptions{Dev: "rxe0"}, call(9), true}, // not a uverbs device we know: kept
+		// Completions are posted in another task: their QP's owner counts.
+		{WatchOptions{}, wc(18), true},
+		{WatchOptions{Options: Options{PID: 7}}, wc(17), true},
+		{WatchOptions{Options: Options{Comm: "rping"}}, wc(17), true},
+		{WatchOptions{Options: Options{PID: 8}}, wc(17), false},
+		{WatchOptions{Options: Options{PID: 99}}, wc(18), false}, // owner unknown
 	} {
-		if got := tc.o.keep(tc.e, devices); got != tc.keep {
+		if got := tc.o.keep(tc.e, f); got != tc.keep {
 			t.Errorf("%+v keeps %+v: %v, want %v", tc.o, tc.e, got, tc.keep)
 		}
 	}
