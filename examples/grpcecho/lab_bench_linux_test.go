@@ -45,16 +45,7 @@ func BenchmarkLabGRPC(b *testing.B) {
 	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
 	rs := newClient(b, labAddr(e.peer, rsPort))
 	defer rs.Close()
-	var nd net.Dialer
-	tcp, err := grpc.NewClient(labAddr(e.peer, tcpPort), creds, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-		for {
-			c, err := nd.DialContext(ctx, "tcp", addr)
-			if err == nil || ctx.Err() != nil {
-				return c, err
-			}
-			time.Sleep(100 * time.Millisecond) // the server node may be starting
-		}
-	}))
+	tcp, err := grpc.NewClient(labAddr(e.peer, tcpPort), creds, grpc.WithContextDialer(dialTCP))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,9 +93,19 @@ func BenchmarkLabGRPC(b *testing.B) {
 		b.ReportMetric(median(rtt[c.name]), "µs/call-"+c.name)
 		b.ReportMetric(median(mibs[c.name]), "MiB/s-"+c.name)
 	}
-	b.Logf("medians of %d rounds: unary round trip rsocket %.0f µs, TCP %.0f µs (× %.2f); stream rsocket %.2f MiB/s, TCP %.2f MiB/s (× %.2f)",
-		len(rtt["TCP"]), median(rtt["rsocket"]), median(rtt["TCP"]), median(rtt["rsocket"])/median(rtt["TCP"]),
-		median(mibs["rsocket"]), median(mibs["TCP"]), median(mibs["rsocket"])/median(mibs["TCP"]))
+	rttRatio, mibRatio := ratios(rtt["rsocket"], rtt["TCP"]), ratios(mibs["rsocket"], mibs["TCP"])
+	b.Logf("medians of %d rounds: unary round trip rsocket %.0f µs, TCP %.0f µs (rsocket/TCP in the same round: %.2f [%.2f–%.2f]); stream rsocket %.2f MiB/s, TCP %.2f MiB/s (%.2f [%.2f–%.2f])",
+		len(rttRatio), median(rtt["rsocket"]), median(rtt["TCP"]), median(rttRatio), slices.Min(rttRatio), slices.Max(rttRatio),
+		median(mibs["rsocket"]), median(mibs["TCP"]), median(mibRatio), slices.Min(mibRatio), slices.Max(mibRatio))
+}
+
+// ratios divides each round's figure by the other's.
+func ratios(xs, ys []float64) []float64 {
+	r := make([]float64, len(xs))
+	for i := range xs {
+		r[i] = xs[i] / ys[i]
+	}
+	return r
 }
 
 const (
