@@ -41,3 +41,5 @@ if ! have go; then
 	echo "deps: Go is not installed: rdmago needs the Go toolchain named in go.mod (https://go.dev/dl/)" >&2
 	exit 1
 fi
+# The examples module's dependencies (gRPC-Go), fetched by go as any module.
+go -C "$(dirname "$0")/../examples" mod download

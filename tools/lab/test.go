@@ -34,6 +34,10 @@ type testPkg struct {
 	Dir        string
 	HasTests   bool
 	Bin        string
+	// ModDir is the directory of the module the package belongs to when
+	// that is a nested one (./examples, with a go.mod of its own), where
+	// its go commands run; "" for the main module's.
+	ModDir string
 }
 
 // TestTags are the build tags of the lab's test binaries: rdmalab selects
@@ -41,31 +45,71 @@ type testPkg struct {
 // device, so that they run (their output checked) only here.
 const TestTags = "rdmalab"
 
-// listPackages resolves package patterns with `go list`.
+// listPackages resolves package patterns with `go list`: the main
+// module's in one go command, those of a nested module (see nestedModule)
+// in one run in that module's directory.
 func listPackages(ctx context.Context, patterns []string) ([]testPkg, error) {
-	args := append([]string{"list", "-tags", TestTags, "-f", "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}"}, patterns...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go list %s: %w: %s", strings.Join(patterns, " "), err, strings.TrimSpace(errb.String()))
+	var mods []string
+	byMod := map[string][]string{}
+	for _, p := range patterns {
+		dir, rel := nestedModule(p)
+		if _, ok := byMod[dir]; !ok {
+			mods = append(mods, dir)
+		}
+		byMod[dir] = append(byMod[dir], rel)
 	}
 	var pkgs []testPkg
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 4 {
-			continue
+	for _, dir := range mods {
+		args := append([]string{"list", "-tags", TestTags, "-f", "{{.ImportPath}}\t{{.Dir}}\t{{len .TestGoFiles}}\t{{len .XTestGoFiles}}"}, byMod[dir]...)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go list %s: %w: %s", strings.Join(byMod[dir], " "), err, strings.TrimSpace(errb.String()))
 		}
-		pkgs = append(pkgs, testPkg{ImportPath: f[0], Dir: f[1], HasTests: f[2] != "0" || f[3] != "0"})
+		sc := bufio.NewScanner(&out)
+		for sc.Scan() {
+			f := strings.Split(sc.Text(), "\t")
+			if len(f) != 4 {
+				continue
+			}
+			pkgs = append(pkgs, testPkg{ImportPath: f[0], Dir: f[1], HasTests: f[2] != "0" || f[3] != "0", ModDir: dir})
+		}
 	}
 	return pkgs, nil
+}
+
+// nestedModule returns, for a relative package pattern that lies in a
+// nested module (a directory below this one with a go.mod of its own, such
+// as ./examples), that module's directory and the pattern relative to it:
+// "./examples/..." gives "examples", "./...". Any other pattern is the
+// main module's: "" and the pattern itself.
+func nestedModule(pattern string) (dir, rel string) {
+	if pattern != "." && !strings.HasPrefix(pattern, "./") {
+		return "", pattern
+	}
+	lit, _, _ := strings.Cut(pattern, "...")
+	for d := filepath.Clean(lit); d != "." && d != "/" && d != ".."; d = filepath.Dir(d) {
+		if fileExists(filepath.Join(d, "go.mod")) {
+			r, err := filepath.Rel(d, pattern)
+			if err != nil {
+				return "", pattern
+			}
+			if r == "." {
+				return d, "."
+			}
+			return d, "./" + filepath.ToSlash(r)
+		}
+	}
+	return "", pattern
 }
 
 // RunTests is `rdmalab test`: it builds each package's test binary on the
 // host (CGO_ENABLED=0), boots the lab once, runs every binary bare in every
 // node (working directory: the package's directory), and prints go test's
-// summary lines to w. When a guest's kernel crashes (an oops or a panic on
+// summary lines to w. A pattern in a nested module (./examples/...) is
+// built in that module's directory. When a guest's kernel crashes (an oops or a panic on
 // its console) it stops the lab at once, prints the crash, and runs the
 // packages that had not finished once more in a fresh boot (runBoots). It
 // reports whether everything passed.
@@ -175,7 +219,7 @@ func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bo
 	}
 	var paths []string
 	for _, p := range pkgs {
-		if p.HasTests && byName[filepath.Base(p.ImportPath)] == 1 {
+		if p.HasTests && p.ModDir == "" && byName[filepath.Base(p.ImportPath)] == 1 {
 			paths = append(paths, p.ImportPath)
 		}
 	}
@@ -193,7 +237,7 @@ func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bo
 		if !p.HasTests {
 			continue
 		}
-		if byName[filepath.Base(p.ImportPath)] == 1 {
+		if p.ModDir == "" && byName[filepath.Base(p.ImportPath)] == 1 {
 			if bin := filepath.Join(all, filepath.Base(p.ImportPath)+".test"); fileExists(bin) {
 				p.Bin = bin
 				continue
@@ -201,7 +245,7 @@ func buildTests(ctx context.Context, pkgs []testPkg, dir string, w io.Writer) bo
 		}
 		bin := filepath.Join(dir, strconv.Itoa(i)+"-"+filepath.Base(p.ImportPath)+".test")
 		cmd := exec.CommandContext(ctx, "go", "test", "-c", "-tags", TestTags, "-o", bin, p.ImportPath)
-		cmd.Env = env
+		cmd.Env, cmd.Dir = env, p.ModDir
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb
 		if err := cmd.Run(); err != nil {
