@@ -78,13 +78,13 @@ type MRAdvice uint32
 const (
 	// AdvicePrefetch is IBV_ADVISE_MR_ADVICE_PREFETCH: fault the pages in
 	// for reading.
-	AdvicePrefetch MRAdvice = abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH
+	AdvicePrefetch MRAdvice = 0
 	// AdvicePrefetchWrite is IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE: fault
 	// them in writable.
-	AdvicePrefetchWrite MRAdvice = abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE
+	AdvicePrefetchWrite MRAdvice = 1
 	// AdvicePrefetchNoFault is IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT: map
 	// the pages already present, fault none in.
-	AdvicePrefetchNoFault MRAdvice = abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+	AdvicePrefetchNoFault MRAdvice = 2
 )
 
 // AdviseFlags is enum ibv_advise_mr_flags.
@@ -92,7 +92,7 @@ type AdviseFlags uint32
 
 // AdviseFlush is IBV_ADVISE_MR_FLAG_FLUSH: AdviseMR returns once the advice
 // was carried out, not when it was queued.
-const AdviseFlush AdviseFlags = abi.IB_UVERBS_ADVISE_MR_FLAG_FLUSH
+const AdviseFlush AdviseFlags = 1
 
 // AdviseMR is ibv_advise_mr (UVERBS_METHOD_ADVISE_MR): it tells the device
 // to prefetch the pages of the ranges in sgl, each inside an MR of the PD
