@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,9 +195,9 @@ func capEff(t *testing.T) uint64 {
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
-			var m uint64
-			for _, ch := range strings.TrimSpace(v) {
-				m = m<<4 | uint64(strings.IndexRune("0123456789abcdef", ch))
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("CapEff %q: %v", v, err)
 			}
 			return m
 		}
