@@ -65,6 +65,7 @@ func TestLabODP(t *testing.T) {
 	// The bounding set is per thread and inherited by what the thread
 	// forks: drop CAP_IPC_LOCK on a locked thread that then dies with the
 	// goroutine (no UnlockOSThread), so no other test runs without it.
+	ctx := labtest.Context(t, 2*time.Minute)
 	done := make(chan error, 1)
 	var out bytes.Buffer
 	go func() {
@@ -73,17 +74,12 @@ func TestLabODP(t *testing.T) {
 			done <- err
 			return
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLabODPChild$", "-test.v", "-test.count=1")
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLabODPChild$", "-test.v", "-test.count=1")
 		cmd.Env = append(os.Environ(), odpEnv+"=1")
 		cmd.Stdout, cmd.Stderr = &out, &out
 		done <- cmd.Run()
 	}()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("child still running after 2 minutes; its output:\n%s", out.String())
-	}
+	err := <-done
 	t.Logf("child:\n%s", out.String())
 	if err != nil {
 		t.Fatalf("child: %v", err)
