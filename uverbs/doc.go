@@ -80,7 +80,12 @@
 //     QueryDeviceEx ODP caps, and where they lack it (6.1, 6.12) RegMR and
 //     AdviseMR fail with ErrNotSupported naming the kernel. Implicit ODP
 //     (the whole address space in one MR): rxe does not offer it, and
-//     rdmago has no call for it.
+//     rdmago has no call for it. Seen on Debian's 7.3.4: rxe's ODP copies
+//     ignore the offset within a page, so the payload of an RDMA WRITE,
+//     READ or SEND, and the value an atomic returns, land at the start of
+//     the page instead of at their address (the atomics' targets and the
+//     unmapped-memory error are right). A kernel bug, not rdmago's: the
+//     lab's ODP tests fail there and say page by page where data landed.
 //   - ibv_qp_ex/ibv_wr_* and ibv_cq_ex: rdma-core's library-side APIs over
 //     the same rings; rdmago's SendWR and WC cover the opcodes and fields
 //     rxe fills (no completion timestamps: rxe reports none).
