@@ -45,6 +45,8 @@ type Context struct {
 	numCompVectors int
 	coreSupport    uint64
 	capsEx         uint64 // device_cap_flags_ex, 0 if unknown
+	odpGeneral     uint64 // odp_caps.general_caps (IB_UVERBS_ODP_SUPPORT, ...)
+	odpRC          uint32 // odp_caps.per_transport_caps.rc_odp_caps
 	viaIoctl       bool   // GET_CONTEXT went through RDMA_VERBS_IOCTL
 
 	async *eventFile
@@ -190,6 +192,7 @@ func openDevice(d Device) (*Context, error) {
 	}
 	if a, err := c.QueryDeviceEx(); err == nil {
 		c.capsEx = a.DeviceCapFlagsEx
+		c.odpGeneral, c.odpRC = a.ODPGeneralCaps, a.RCODPCaps
 	}
 	return c, nil
 }

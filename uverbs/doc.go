@@ -71,8 +71,21 @@
 //     them to kernel consumers only; user MRs cannot be invalidated, so
 //     LOCAL_INV and SEND_WITH_INV target type 2 windows.
 //   - REREG_MR: rxe has no rereg; deregister and register again.
-//   - On-demand paging: rxe's ODP is newer than the tested kernels (it does
-//     not offer it on 6.1 or 6.12); AccessOnDemand is refused there.
+//   - On-demand paging (RegMR with AccessOnDemand, PD.AdviseMR): rxe has
+//     it in kernels newer than 6.12 (7.3 in the lab), for RC SEND, RECV,
+//     RDMA WRITE and READ, atomics, FLUSH and ATOMIC_WRITE. The kernel
+//     pins nothing, so ordinary Go memory registers without CAP_IPC_LOCK
+//     or a raised RLIMIT_MEMLOCK; a peer's access to memory unmapped under
+//     the MR ends in an error completion. rdmago decides from the device's
+//     QueryDeviceEx ODP caps, and where they lack it (6.1, 6.12) RegMR and
+//     AdviseMR fail with ErrNotSupported naming the kernel. Implicit ODP
+//     (the whole address space in one MR): rxe does not offer it, and
+//     rdmago has no call for it. Seen on Debian's 7.3.4: rxe's ODP copies
+//     ignore the offset within a page, so the payload of an RDMA WRITE,
+//     READ or SEND, and the value an atomic returns, land at the start of
+//     the page instead of at their address (the atomics' targets and the
+//     unmapped-memory error are right). A kernel bug, not rdmago's: the
+//     lab's ODP tests fail there and say page by page where data landed.
 //   - ibv_qp_ex/ibv_wr_* and ibv_cq_ex: rdma-core's library-side APIs over
 //     the same rings; rdmago's SendWR and WC cover the opcodes and fields
 //     rxe fills (no completion timestamps: rxe reports none).

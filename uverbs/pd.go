@@ -116,6 +116,21 @@ type MR struct {
 // from AllocBuffer. Remote write and remote atomic access need local write too
 // (the verbs rule). The kernel pins the pages, which counts against
 // RLIMIT_MEMLOCK unless the process has CAP_IPC_LOCK; ENOMEM errors say so.
+//
+// With AccessOnDemand (IBV_ACCESS_ON_DEMAND) the kernel pins nothing and
+// counts nothing against RLIMIT_MEMLOCK: the device faults pages in as it
+// touches them (AdviseMR prefetches them) and the kernel follows the
+// process's page tables, so ordinary Go memory of any size can be
+// registered. What rdmago relies on then is only that buf keeps its virtual
+// address until Close: Go's collector does not move heap objects, and the
+// runtime.Pinner is kept all the same, as the runtime's documented promise.
+// If the memory under the MR is unmapped, a peer's access fails with an
+// error completion. The device must report on-demand paging (QueryDeviceEx's
+// ODPGeneralCaps, and RCODPCaps for each remote access asked for); rxe does
+// in kernels newer than Linux 6.12. Otherwise RegMR fails with
+// ErrNotSupported naming the kernel and what it lacks. Implicit ODP (a
+// registration of the whole address space) has no call here: rxe does not
+// offer it.
 func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("reg mr: empty buffer: %w", syscall.EINVAL)
@@ -131,6 +146,12 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	if access&(AccessFlushGlobal|AccessFlushPersistent) != 0 && c.capsEx&(abi.IB_UVERBS_DEVICE_FLUSH_GLOBAL|abi.IB_UVERBS_DEVICE_FLUSH_PERSISTENT) == 0 {
 		return nil, fmt.Errorf("reg mr: %v: the device does not do FLUSH (Linux 6.2+): %w", access, ErrNotSupported)
 	}
+	odp := access&AccessOnDemand != 0
+	if odp {
+		if why := c.odpRefusal(access); why != "" {
+			return nil, fmt.Errorf("reg mr: %v: %s: %w", access, why, ErrNotSupported)
+		}
+	}
 	mr := &MR{pd: pd, buf: buf, access: access, pin: new(runtime.Pinner)}
 	mr.pin.Pin(unsafe.SliceData(buf))
 	c.res.addPin(mr.pin)
@@ -142,6 +163,9 @@ func (pd *PD) RegMR(buf []byte, access AccessFlags) (*MR, error) {
 	}
 	if err := c.write(abi.IB_USER_VERBS_CMD_REG_MR, abi.Bytes(&req), unsafe.Pointer(resp), unsafe.Sizeof(*resp)); err != nil {
 		c.res.unpin(mr.pin)
+		if odp {
+			return nil, fmt.Errorf("reg mr of %d bytes on demand: %w", len(buf), odpError(c, err))
+		}
 		return nil, fmt.Errorf("reg mr of %d bytes: %w", len(buf), memlockHint(err, len(buf)))
 	}
 	mr.handle, mr.lkey, mr.rkey = resp.MRHandle, resp.LKey, resp.RKey

@@ -13,8 +13,10 @@ import (
 // docs/lab.md lists the same (TestGatedDocumented); nothing else may skip
 // in the lab for a missing feature.
 var Gated = map[string]string{
-	"TestLabMWType1": "memory windows (rxe since Linux 5.12)",
-	"TestLabMWType2": "memory windows (rxe since Linux 5.12)",
+	"TestLabMWType1":  "memory windows (rxe since Linux 5.12)",
+	"TestLabMWType2":  "memory windows (rxe since Linux 5.12)",
+	"TestLabODP":      "on-demand paging (rxe's, newer than Linux 6.12)",
+	"TestLabODPUnmap": "on-demand paging (rxe's, newer than Linux 6.12)",
 }
 
 // Lacks ends t for a verb the kernel refused as one it lacks. unsupported

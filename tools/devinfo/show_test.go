@@ -388,3 +388,20 @@ func (f *resNL) MRs(uint32) ([]rdmanl.MR, error)   { return f.mrs, nil }
 func (f *resNL) PDs(uint32) ([]rdmanl.PD, error)   { return f.pds, nil }
 func (f *resNL) CQs(uint32) ([]rdmanl.CQ, error)   { return f.cqs, nil }
 func (f *resNL) SRQs(uint32) ([]rdmanl.SRQ, error) { return f.srqs, nil }
+
+// TestShowODPCaps: a device that pages on demand (rxe since the kernels
+// after 6.12) shows its general and per-transport ODP caps by name, as
+// ibv_devinfo -v does.
+func TestShowODPCaps(t *testing.T) {
+	var buf bytes.Buffer
+	writeDeviceAttrsEx(&buf, DeviceAttr{ODPGeneralCaps: 1, RCODPCaps: 0xff, UDODPCaps: 0x23}, 40)
+	want := "\tgeneral_odp_caps:\n\t\t\t\t\tODP_SUPPORT\n" +
+		"\trc_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tSUPPORT_RECV\n\t\t\t\t\tSUPPORT_WRITE\n\t\t\t\t\tSUPPORT_READ\n" +
+		"\t\t\t\t\tSUPPORT_ATOMIC\n\t\t\t\t\tSUPPORT_SRQ\n\t\t\t\t\tSUPPORT_FLUSH\n\t\t\t\t\tSUPPORT_ATOMIC_WRITE\n" +
+		"\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n" +
+		"\tud_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tSUPPORT_RECV\n\t\t\t\t\tSUPPORT_SRQ\n" +
+		"\txrc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n"
+	if got := buf.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("got\n%s\nwant it to start with\n%s", got, want)
+	}
+}

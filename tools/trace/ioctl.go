@@ -320,6 +320,22 @@ var ioctlMethods = map[uint32]ioctlMethod{
 		r.outHex(a, "rkey", abi.UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY)
 		return f, r
 	},
+	ioctlKey(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_ADVISE_MR): func(a ioctlAttrs, ok bool) (args, resp []Field) {
+		var f fields
+		f.handle(a, "pd", abi.UVERBS_ATTR_ADVISE_MR_PD_HANDLE)
+		f.named(a, "advice", abi.UVERBS_ATTR_ADVISE_MR_ADVICE, adviceNames)
+		f.hex(a, "flags", abi.UVERBS_ATTR_ADVISE_MR_FLAGS)
+		if i := a.index(abi.UVERBS_ATTR_ADVISE_MR_SGE_LIST); i >= 0 {
+			f = append(f, u("num_sge", uint32(a.attrs[i].Len)/sizeofSGE))
+			// The SGEs the ioctl program read (its slot may hold fewer).
+			for j, b := 0, a.bufs[i]; len(b) >= sizeofSGE; j, b = j+1, b[sizeofSGE:] {
+				var s abi.SGE
+				decode(b[:sizeofSGE], &s)
+				f = append(f, Field{fmt.Sprintf("sge%d", j), fmt.Sprintf("%#x+%d/%#x", s.Addr, s.Length, s.LKey)})
+			}
+		}
+		return f, nil
+	},
 	ioctlKey(abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_DM_MR_REG): func(a ioctlAttrs, ok bool) (args, resp []Field) {
 		var f, r fields
 		f.handle(a, "pd", abi.UVERBS_ATTR_REG_DM_MR_PD_HANDLE)
@@ -367,6 +383,16 @@ var ioctlMethods = map[uint32]ioctlMethod{
 		abi.UVERBS_ATTR_DESTROY_RWQ_IND_TBL_HANDLE),
 	ioctlKey(abi.UVERBS_OBJECT_FLOW_ACTION, abi.UVERBS_METHOD_FLOW_ACTION_DESTROY): destroyMethod("flow_action",
 		abi.UVERBS_ATTR_DESTROY_FLOW_ACTION_HANDLE),
+}
+
+// sizeofSGE is the size of struct ib_uverbs_sge.
+const sizeofSGE = 16
+
+// adviceNames are enum ib_uverbs_advise_mr_advice's.
+var adviceNames = map[uint8]string{
+	abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH:          "PREFETCH",
+	abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE:    "PREFETCH_WRITE",
+	abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT: "PREFETCH_NO_FAULT",
 }
 
 var gidTypeNames = map[uint8]string{

@@ -122,6 +122,17 @@ func TestIoctlLines(t *testing.T) {
 		"0.000000 ibv_rc_pingpong[50] uverbs/rxe0 ioctl DEVICE.QUERY_GID_TABLE attrs=3 entry_size=32 -> ok 2us " +
 			"entries=2 gid0=fe80::7/RoCEv2 gid1=::ffff:10.77.0.1/RoCEv2",
 	}, {
+		"advise mr: a synchronous prefetch of two ranges",
+		ioctlRecord(base, abi.UVERBS_OBJECT_MR, abi.UVERBS_METHOD_ADVISE_MR, []abi.IoctlAttr{
+			{AttrID: abi.UVERBS_ATTR_ADVISE_MR_PD_HANDLE, Data: 2},
+			{AttrID: abi.UVERBS_ATTR_ADVISE_MR_ADVICE, Len: 8, Data: abi.IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE},
+			{AttrID: abi.UVERBS_ATTR_ADVISE_MR_FLAGS, Len: 4, Data: abi.IB_UVERBS_ADVISE_MR_FLAG_FLUSH},
+			{AttrID: abi.UVERBS_ATTR_ADVISE_MR_SGE_LIST, Len: 32, Data: 0x7000},
+		}, map[int][]byte{3: append(le(abi.SGE{Addr: 0x7f0000001000, Length: 4096, LKey: 0x1234}),
+			le(abi.SGE{Addr: 0x7f0000100000, Length: 8192, LKey: 0x1234})...)}, nil),
+		"0.000000 ibv_rc_pingpong[50] uverbs/rxe0 ioctl MR.ADVISE_MR attrs=4 pd=2 advice=PREFETCH_WRITE flags=0x1 num_sge=2 " +
+			"sge0=0x7f0000001000+4096/0x1234 sge1=0x7f0000100000+8192/0x1234 -> ok 2us",
+	}, {
 		"qp destroy",
 		ioctlRecord(base, abi.UVERBS_OBJECT_QP, abi.UVERBS_METHOD_QP_DESTROY, []abi.IoctlAttr{
 			{AttrID: abi.UVERBS_ATTR_DESTROY_QP_HANDLE, Data: 3},
