@@ -5,6 +5,7 @@ package uverbs
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if ah.num == 0 {
 		sgid, err := c.gid(int(attr.Port), int(attr.GRH.SGIDIndex))
 		if err == nil {
-			ah.av = rxeAV(attr, sgid)
+			ah.av = rxeAV(attr, sgid.GID)
+			ah.av.DMAC = loopbackMAC(sgid.Ifindex, attr.GRH.DGID)
 		} else {
 			ah.destroy()
 			c.forget(kindAH, ah, uh)
@@ -73,8 +75,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 
 // rxeAV is the address vector (struct rxe_av) a UD send WQE carries on a
 // kernel whose rxe returns no AH number: the route and the two IP
-// addresses, as rdma-core's rxe provider fills it. The destination MAC
-// stays zero: rxe sends through the IP stack, which resolves it.
+// addresses, as rdma-core's rxe provider fills it. The destination MAC is
+// the caller's (loopbackMAC).
 func rxeAV(attr AHAttr, sgid GID) abi.RxeAV {
 	av := abi.RxeAV{
 		PortNum: attr.Port,
@@ -136,16 +138,42 @@ func (ah *AH) abandon() {
 	ah.mu.Unlock()
 }
 
-// gid is the GID at index of port's table.
-func (c *Context) gid(port, index int) (GID, error) {
+// gid is the entry at index of port's GID table.
+func (c *Context) gid(port, index int) (GIDEntry, error) {
 	ents, err := c.GIDTable(port)
 	if err != nil {
-		return GID{}, err
+		return GIDEntry{}, err
 	}
 	for _, e := range ents {
 		if e.Index == index {
-			return e.GID, nil
+			return e, nil
 		}
 	}
-	return GID{}, fmt.Errorf("port %d has no GID at index %d", port, index)
+	return GIDEntry{}, fmt.Errorf("port %d has no GID at index %d", port, index)
+}
+
+// loopbackMAC is the destination MAC of an address vector: the MAC of the
+// source GID's netdev (ifindex) when dgid is an address of that netdev,
+// zero otherwise. rxe before AH numbers (5.10) takes a packet whose
+// destination MAC is its own netdev's as one to loop back to itself;
+// with a zero MAC it sends it to the IP stack, where nothing receives it.
+// Other destinations need no MAC: the IP stack resolves theirs.
+func loopbackMAC(ifindex int, dgid GID) [6]byte {
+	ifi, err := net.InterfaceByIndex(ifindex)
+	if err != nil || len(ifi.HardwareAddr) != 6 {
+		return [6]byte{}
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return [6]byte{}
+	}
+	dst := dgid.Addr()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == dst {
+				return [6]byte(ifi.HardwareAddr)
+			}
+		}
+	}
+	return [6]byte{}
 }

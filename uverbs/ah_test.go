@@ -4,6 +4,7 @@ package uverbs
 
 import (
 	"encoding/binary"
+	"net"
 	"net/netip"
 	"testing"
 
@@ -30,5 +31,41 @@ func TestRxeAV(t *testing.T) {
 	av = rxeAV(AHAttr{Port: 1, GRH: GlobalRoute{DGID: v6}}, v6)
 	if av.NetworkType != abi.RXE_NETWORK_TYPE_IPV6 || binary.NativeEndian.Uint16(av.DGIDAddr[:]) != 10 || [16]byte(av.DGIDAddr[8:24]) != v6 {
 		t.Errorf("IPv6 av %+v", av)
+	}
+}
+
+// TestLoopbackMAC: an address of the source GID's own netdev gets that
+// netdev's MAC (rxe 5.10 loops such packets back); any other address,
+// and a netdev without a MAC, get zero.
+func TestLoopbackMAC(t *testing.T) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Skip(err)
+	}
+	checked := false
+	for _, ifi := range ifs {
+		addrs, _ := ifi.Addrs()
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, _ := netip.AddrFromSlice(n.IP)
+			got := loopbackMAC(ifi.Index, GIDFromAddr(ip.Unmap()))
+			if len(ifi.HardwareAddr) == 6 {
+				checked = true
+				if got != [6]byte(ifi.HardwareAddr) {
+					t.Errorf("%s %v: %x, want its MAC %v", ifi.Name, ip, got, ifi.HardwareAddr)
+				}
+			} else if got != ([6]byte{}) {
+				t.Errorf("%s (no MAC) %v: %x, want zero", ifi.Name, ip, got)
+			}
+		}
+		if got := loopbackMAC(ifi.Index, GIDFromAddr(netip.MustParseAddr("192.0.2.77"))); got != ([6]byte{}) {
+			t.Errorf("%s: a foreign address got %x, want zero", ifi.Name, got)
+		}
+	}
+	if !checked {
+		t.Log("no interface with a MAC and an address here: only the zero cases were checked")
 	}
 }
