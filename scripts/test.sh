@@ -46,6 +46,16 @@ for kernel in 6.1 6.12; do
 		step go run ./cmd/rdmalab test --kernel "$kernel" --nodes "$nodes" "${pkgs[@]}"
 	done
 done
+# The oldest and the newest kernel Debian serves get a smoke set: the verbs
+# (RC, UD, SRQ, completion channel, interop with rdma-core), the rdma_cm
+# handshake, rsockets and rdmacp's transfer, with one node and with two.
+# docs/lab.md's Kernels section says what each kernel lacks.
+smoke='^(TestLabSendRecv|TestLabRDMA|TestLabAtomics|TestLabUD|TestLabSRQ|TestLabCompChannel|TestLabPingpongInterop|TestLabTwoNodes|TestLabPingpongTwoNodes|TestLabMWType1|TestLabConnectSendClose|TestLabAcceptPrivateData|TestLabRejectWithPrivateData|TestLabStream|TestLabRstream|TestLabTransfer|TestLabWrongPSK|TestLabCLI)$'
+for kernel in 5.10 7.3; do
+	for nodes in 1 2; do
+		step go run ./cmd/rdmalab test --kernel "$kernel" --nodes "$nodes" -run "$smoke" ./uverbs ./cm ./rsocket ./transfer/rdma ./cmd/rdmacp
+	done
+done
 
 # The instruction clock (rdmalab --icount) boots: one vCPU, because QEMU
 # 7.2 with -icount hangs bringing up a second.

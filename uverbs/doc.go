@@ -45,9 +45,13 @@
 //
 // # Kernel
 //
-// Linux 5.10 or newer with rdma_rxe and ib_uverbs (tested on Debian's 6.1 and
-// 6.12). FLUSH and ATOMIC_WRITE need 6.2+ and return ErrNotSupported before.
-// Registering memory pins it against RLIMIT_MEMLOCK.
+// Linux 5.10 or newer with rdma_rxe and ib_uverbs (tested whole on Debian's
+// 6.1 and 6.12; a smoke set on Debian 11's 5.10 and on 7.3). FLUSH and
+// ATOMIC_WRITE need 6.2+ and return ErrNotSupported before; memory windows
+// need 5.12+ (ErrNotSupported before). On 5.10, whose rxe has no AH
+// numbers, UD sends carry the whole address, as rdma-core's do.
+// Registering memory pins it against RLIMIT_MEMLOCK (but see on-demand
+// paging below).
 //
 // # What rxe offers, and what rdmago does with it
 //
