@@ -51,9 +51,13 @@ done
 # handshake, rsockets and rdmacp's transfer, with one node and with two.
 # docs/lab.md's Kernels section says what each kernel lacks.
 smoke='^(TestLabSendRecv|TestLabRDMA|TestLabAtomics|TestLabUD|TestLabSRQ|TestLabCompChannel|TestLabPingpongInterop|TestLabTwoNodes|TestLabPingpongTwoNodes|TestLabMWType1|TestLabConnectSendClose|TestLabAcceptPrivateData|TestLabRejectWithPrivateData|TestLabStream|TestLabRstream|TestLabTransfer|TestLabWrongPSK|TestLabCLI)$'
+# On 5.10 an atomic across the wire never completes, perftest's ib_atomic_lat
+# included (docs/lab.md): uverbs' TestLabTwoNodes, which does one, is left out.
 for kernel in 5.10 7.3; do
+	run=$smoke
+	[ "$kernel" = 5.10 ] && run=${smoke/|TestLabTwoNodes|/|}
 	for nodes in 1 2; do
-		step go run ./cmd/rdmalab test --kernel "$kernel" --nodes "$nodes" -run "$smoke" ./uverbs ./cm ./rsocket ./transfer/rdma ./cmd/rdmacp
+		step go run ./cmd/rdmalab test --kernel "$kernel" --nodes "$nodes" -run "$run" ./uverbs ./cm ./rsocket ./transfer/rdma ./cmd/rdmacp
 	done
 done
 
