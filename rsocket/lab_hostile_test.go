@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,6 +282,14 @@ func hostileServe(t *testing.T, ctx context.Context, l *Listener) error {
 	var once sync.Once
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/cpu", func(w http.ResponseWriter, r *http.Request) {
+		c, err := readCPUTimes()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "%d %d %d", c.busy, c.total, c.self)
+	})
 	mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%+v", l.Stats())
 		once.Do(func() { close(done) })
@@ -344,8 +354,26 @@ func hostileClient(t *testing.T, ctx context.Context, addr string) error {
 		return fmt.Errorf("first request: body %q, %v", body, err)
 	}
 	client := newClient(&Dialer{Timeout: 20 * time.Second})
+	client0 := newClient(&Dialer{Timeout: 20 * time.Second}) // unmeasured requests
+	// cpu samples both nodes' CPU times (the server's through /cpu; with
+	// one node both are this one's), to tell where a slowdown's time went.
+	cpu := func() (server, client cpuTimes, err error) {
+		body, err := get(client0, "/cpu")
+		if err == nil {
+			_, err = fmt.Sscanf(body, "%d %d %d", &server.busy, &server.total, &server.self)
+		}
+		if err != nil {
+			return server, client, fmt.Errorf("the server's CPU times: %q, %v", body, err)
+		}
+		client, err = readCPUTimes()
+		return server, client, err
+	}
 	const rounds = 5
 	measure := func(what string) (time.Duration, error) {
+		s0, c0, err := cpu()
+		if err != nil {
+			return 0, err
+		}
 		var times []time.Duration
 		for range rounds {
 			begin := time.Now()
@@ -357,6 +385,11 @@ func hostileClient(t *testing.T, ctx context.Context, addr string) error {
 		}
 		slices.Sort(times)
 		t.Logf("%s: %v (median %v)", what, times, times[rounds/2])
+		s1, c1, err := cpu()
+		if err != nil {
+			return 0, err
+		}
+		t.Logf("%s: server %s; client %s", what, s1.since(s0), c1.since(c0))
 		return times[rounds/2], nil
 	}
 	// Warm up (the first connections map the device), then measure.
@@ -440,4 +473,58 @@ func hostileClient(t *testing.T, ctx context.Context, addr string) error {
 	}
 	t.Logf("listener (as the server saw it at /done): %s", stats)
 	return nil
+}
+
+// cpuTimes is a node's CPU time in clock ticks: busy (all but idle and
+// iowait; softirq, where rxe runs, included) and total, over all its
+// CPUs (/proc/stat), and this process's own (utime+stime, /proc/self/stat).
+type cpuTimes struct{ busy, total, self uint64 }
+
+func readCPUTimes() (cpuTimes, error) {
+	var c cpuTimes
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return c, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("/proc/stat: %q: %v", line, err)
+		}
+		c.total += n
+		if i != 3 && i != 4 { // idle, iowait
+			c.busy += n
+		}
+	}
+	if b, err = os.ReadFile("/proc/self/stat"); err != nil {
+		return c, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f = strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return c, fmt.Errorf("/proc/self/stat: unexpected %q", b)
+	}
+	for _, v := range f[11:13] { // utime, stime
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("/proc/self/stat: %v", err)
+		}
+		c.self += n
+	}
+	return c, nil
+}
+
+// since says how busy the node was between b and c, and how much CPU
+// this process used (ticks of 10 ms, USER_HZ).
+func (c cpuTimes) since(b cpuTimes) string {
+	busy := 0.0
+	if c.total > b.total {
+		busy = 100 * float64(c.busy-b.busy) / float64(c.total-b.total)
+	}
+	return fmt.Sprintf("node busy %.0f%%, process %v CPU", busy, time.Duration(c.self-b.self)*10*time.Millisecond)
 }
