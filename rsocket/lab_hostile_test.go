@@ -9,7 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,62 +254,216 @@ func TestLabPeerSendsSEND(t *testing.T) {
 // (dial included) to http.Serve on a Listener, unloaded and while 64
 // half-open connects and 64 requesters sending garbage connection data
 // keep at it; it logs the ratio (a lab's timing is no assertion) and
-// checks every honest request is served and http.Serve keeps serving.
+// checks every honest request is served, http.Serve keeps serving and the
+// Listener's Stats count the garbage refused and the half-open dropped.
+// With two nodes the server runs on node 0 and the attackers and the
+// honest client on node 1, so the attack costs the server no CPU of its
+// own beyond serving it; with one node all of it shares the vCPUs. A
+// second honest client on the server's node (its own address) is timed
+// the same way, away from the attackers' CPU; each phase logs both nodes'
+// CPU use and what the Listener did meanwhile.
 func TestLabHTTPUnderHostileLoad(t *testing.T) {
 	e := requireLab(t)
-	if e.TwoNodes {
-		t.Skip("measured on one node")
-	}
-	ctx := labCtx(t, 150*time.Second)
+	ctx := labCtx(t, 180*time.Second)
 	port := labPort(82)
 	addr := e.Peer + ":" + port
-	var lc ListenConfig
-	l, err := lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port)
-	if err != nil {
-		t.Fatal(err)
+	var l *Listener
+	if e.serves {
+		var lc ListenConfig
+		var err error
+		if l, err = lc.ListenRSocket(ctx, "tcp", e.Addr+":"+port); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	e.RunRoles(t, func() error { return hostileServe(t, ctx, l, e.Addr+":"+port) }, func() error { return hostileClient(t, ctx, addr) })
+}
+
+// hostileGet gets path from the HTTP server at addr with c, returning the
+// body.
+func hostileGet(ctx context.Context, c *http.Client, addr, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+path, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(body), err
+}
+
+// hostileHTTPClient is an HTTP client over rsockets that dials for every
+// request.
+func hostileHTTPClient(waitForListener bool) *http.Client {
+	d := &Dialer{Timeout: 20 * time.Second, WaitForListener: waitForListener}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
+}
+
+// honestRounds times 5 honest requests (each dialing) with c to addr,
+// every one of which must be served, and returns the median.
+func honestRounds(ctx context.Context, t *testing.T, c *http.Client, addr, what string) (time.Duration, error) {
+	const rounds = 5
+	var times []time.Duration
+	for range rounds {
+		begin := time.Now()
+		body, err := hostileGet(ctx, c, addr, "/")
+		if err != nil || body != "ok" {
+			return 0, fmt.Errorf("%s: body %q, %v", what, body, err)
+		}
+		times = append(times, time.Since(begin))
+	}
+	slices.Sort(times)
+	t.Logf("%s: %v (median %v)", what, times, times[rounds/2])
+	return times[rounds/2], nil
+}
+
+// hostileServe runs http.Serve on l until the client's request for
+// /done, then checks that l's Stats counted the attack. Besides "/" it
+// serves /cpu (this node's CPU times and l's Stats) and /measure (times
+// honest requests from this node to addr, its own address).
+func hostileServe(t *testing.T, ctx context.Context, l *Listener, addr string) error {
+	done := make(chan struct{})
+	var once sync.Once
+	local := hostileHTTPClient(false)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/cpu", func(w http.ResponseWriter, r *http.Request) {
+		c, err := readCPUTimes()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		s := l.Stats()
+		fmt.Fprintf(w, "%d %d %d %d %d %d %d %d %d", c.busy, c.steal, c.total, c.utime, c.stime, s.Accepted, s.Refused, s.Dropped, s.TimedOut)
+	})
+	mux.HandleFunc("/measure", func(w http.ResponseWriter, r *http.Request) {
+		med, err := honestRounds(r.Context(), t, local, addr, "server node's own client "+r.URL.Query().Get("what"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "%d", med)
+	})
+	mux.HandleFunc("/done", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%+v", l.Stats())
+		once.Do(func() { close(done) })
+	})
+	srv := &http.Server{Handler: mux}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
-	defer func() {
+	select {
+	case err := <-served:
+		return fmt.Errorf("http.Serve stopped under attack: %v; listener %+v", err, l.Stats())
+	case <-ctx.Done():
 		srv.Close()
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("http.Serve: %v", err)
-		}
-	}()
-	d := &Dialer{Timeout: 20 * time.Second}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
-	const rounds = 5
-	measure := func(what string) (time.Duration, error) {
-		var times []time.Duration
-		for range rounds {
-			begin := time.Now()
-			resp, err := client.Get("http://" + addr + "/")
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", what, err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || string(body) != "ok" {
-				return 0, fmt.Errorf("%s: body %q, %v", what, body, err)
-			}
-			times = append(times, time.Since(begin))
-		}
-		slices.Sort(times)
-		t.Logf("%s: %v (median %v)", what, times, times[rounds/2])
-		return times[rounds/2], nil
+		<-served
+		return fmt.Errorf("the client never asked for /done: %w; listener %+v", ctx.Err(), l.Stats())
+	case <-done:
 	}
-	// Warm up (the first connection maps the device), then measure.
-	if _, err := measure("warm-up"); err != nil {
-		t.Fatal(err)
+	// The half-open requesters' rejects may still be on their way.
+	var s ListenerStats
+	for begin := time.Now(); ; {
+		s = l.Stats()
+		if s.Refused > 0 && s.Dropped > 0 || time.Since(begin) > 10*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	unloaded, err := measure("unloaded")
+	t.Logf("listener after the attack: %+v", s)
+	srv.Close()
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http.Serve: %v", err)
+	}
+	if s.Refused == 0 || s.Dropped == 0 {
+		return fmt.Errorf("listener %+v: want the garbage requests Refused and the half-open connects Dropped", s)
+	}
+	if s.Failed != 0 {
+		return fmt.Errorf("listener %+v: a requester's failure was counted as the listener's own (Failed)", s)
+	}
+	return nil
+}
+
+// serverSample is what /cpu reports: the server node's CPU times and its
+// Listener's counters.
+type serverSample struct {
+	cpu cpuTimes
+	st  ListenerStats
+}
+
+// hostileClient measures honest requests to addr, unloaded and under
+// attack, from this node and (through /measure) from the server's, then
+// asks the server for /done.
+func hostileClient(t *testing.T, ctx context.Context, addr string) error {
+	// The first request waits for the server (the other node may still
+	// be starting); the measured ones do not.
+	if body, err := hostileGet(ctx, hostileHTTPClient(true), addr, "/"); err != nil || body != "ok" {
+		return fmt.Errorf("first request: body %q, %v", body, err)
+	}
+	client := hostileHTTPClient(false)
+	ctl := hostileHTTPClient(false) // unmeasured requests
+	// sample takes both nodes' CPU times (the server's through /cpu; with
+	// one node both are this one's), to tell where a slowdown's time went.
+	sample := func() (s serverSample, c cpuTimes, err error) {
+		body, err := hostileGet(ctx, ctl, addr, "/cpu")
+		if err == nil {
+			_, err = fmt.Sscanf(body, "%d %d %d %d %d %d %d %d %d", &s.cpu.busy, &s.cpu.steal, &s.cpu.total, &s.cpu.utime, &s.cpu.stime,
+				&s.st.Accepted, &s.st.Refused, &s.st.Dropped, &s.st.TimedOut)
+		}
+		if err != nil {
+			return s, c, fmt.Errorf("the server's CPU times: %q, %v", body, err)
+		}
+		c, err = readCPUTimes()
+		return s, c, err
+	}
+	// measure times honest requests from this node, then from the
+	// server's, and logs what both nodes did meanwhile; it returns both
+	// medians.
+	measure := func(what string) (here, there time.Duration, err error) {
+		s0, c0, err := sample()
+		if err != nil {
+			return 0, 0, err
+		}
+		if here, err = honestRounds(ctx, t, client, addr, what); err != nil {
+			return 0, 0, err
+		}
+		body, err := hostileGet(ctx, ctl, addr, "/measure?what="+url.QueryEscape(what))
+		var ns int64
+		if err == nil {
+			_, err = fmt.Sscanf(body, "%d", &ns)
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: the server node's own client: %q, %v", what, body, err)
+		}
+		there = time.Duration(ns)
+		s1, c1, err := sample()
+		if err != nil {
+			return 0, 0, err
+		}
+		t.Logf("%s: median %v from the client node, %v from the server node's own client; server node %s, listener +%d accepted +%d refused +%d dropped (+%d timed out); client node %s",
+			what, here, there, s1.cpu.since(s0.cpu), s1.st.Accepted-s0.st.Accepted, s1.st.Refused-s0.st.Refused,
+			s1.st.Dropped-s0.st.Dropped, s1.st.TimedOut-s0.st.TimedOut, c1.since(c0))
+		return here, there, nil
+	}
+	ratio := func(what string, here, there, unHere, unThere time.Duration) {
+		t.Logf("%s: honest request %.2fx its unloaded time from the client node (%v vs %v), %.2fx from the server node (%v vs %v)",
+			what, float64(here)/float64(unHere), here, unHere, float64(there)/float64(unThere), there, unThere)
+	}
+	// Warm up (the first connections map the device), then measure.
+	if _, _, err := measure("warm-up"); err != nil {
+		return err
+	}
+	unHere, unThere, err := measure("unloaded")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
 	var halfOpens, garbage atomic.Int64
 	var halfOpenErr atomic.Pointer[error]
 	for range 64 {
@@ -335,14 +492,11 @@ func TestLabHTTPUnderHostileLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(2 * time.Second) // let the half-open connects build up
-	halfOnly, err := measure("under 64 half-open requesters")
+	here, there, err := measure("under 64 half-open requesters")
 	if err != nil {
-		stop()
-		wg.Wait()
-		t.Fatal(err)
+		return err
 	}
-	t.Logf("honest request under 64 half-open requesters: %v vs %v unloaded: %.2fx; %d half-open connects; listener %+v",
-		halfOnly, unloaded, float64(halfOnly)/float64(unloaded), halfOpens.Load(), l.Stats())
+	ratio(fmt.Sprintf("under 64 half-open requesters (%d connects)", halfOpens.Load()), here, there, unHere, unThere)
 	for range 64 {
 		wg.Add(1)
 		go func() {
@@ -357,18 +511,89 @@ func TestLabHTTPUnderHostileLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second) // let the garbage build up
-	loaded, err := measure("under 64 half-open + 64 garbage requesters")
+	g0 := garbage.Load()
+	begin := time.Now()
+	here, there, err = measure("under 64 half-open + 64 garbage requesters")
+	rate := float64(garbage.Load()-g0) / time.Since(begin).Seconds()
 	stop()
 	wg.Wait()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Logf("honest request under attack: %v vs %v unloaded: %.2fx; %d half-open connects, %d garbage requests; listener %+v",
-		loaded, unloaded, float64(loaded)/float64(unloaded), halfOpens.Load(), garbage.Load(), l.Stats())
+	ratio(fmt.Sprintf("under 64 half-open + 64 garbage requesters (%d connects, %d garbage requests, %.0f/s while measured)",
+		halfOpens.Load(), garbage.Load(), rate), here, there, unHere, unThere)
 	if p := halfOpenErr.Load(); p != nil {
 		t.Logf("a half-open connect failed: %v", *p)
 	}
-	if _, err := measure("after the attack"); err != nil {
-		t.Fatal(err)
+	if _, _, err := measure("after the attack"); err != nil {
+		return err
 	}
+	stats, err := hostileGet(ctx, ctl, addr, "/done")
+	if err != nil {
+		return fmt.Errorf("/done: %w", err)
+	}
+	t.Logf("listener (as the server saw it at /done): %s", stats)
+	return nil
+}
+
+// cpuTimes is a node's CPU time in clock ticks over all its CPUs
+// (/proc/stat): busy (user, nice, system, irq, softirq, where rxe runs),
+// steal (taken by the host) and total; and this process's own
+// (/proc/self/stat).
+type cpuTimes struct{ busy, steal, total, utime, stime uint64 }
+
+func readCPUTimes() (cpuTimes, error) {
+	var c cpuTimes
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return c, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal (guest is in user)
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("/proc/stat: %q: %v", line, err)
+		}
+		c.total += n
+		switch i {
+		case 3, 4: // idle, iowait
+		case 7:
+			c.steal += n
+		default:
+			c.busy += n
+		}
+	}
+	if b, err = os.ReadFile("/proc/self/stat"); err != nil {
+		return c, err
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f = strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return c, fmt.Errorf("/proc/self/stat: unexpected %q", b)
+	}
+	if c.utime, err = strconv.ParseUint(f[11], 10, 64); err == nil {
+		c.stime, err = strconv.ParseUint(f[12], 10, 64)
+	}
+	if err != nil {
+		return c, fmt.Errorf("/proc/self/stat: %v", err)
+	}
+	return c, nil
+}
+
+// since says how busy the node was between b and c, and how much CPU
+// this process used (ticks of 10 ms, USER_HZ).
+func (c cpuTimes) since(b cpuTimes) string {
+	pct := func(n uint64) float64 {
+		if c.total <= b.total {
+			return 0
+		}
+		return 100 * float64(n) / float64(c.total-b.total)
+	}
+	tick := func(n uint64) time.Duration { return time.Duration(n) * 10 * time.Millisecond }
+	return fmt.Sprintf("busy %.0f%% (steal %.0f%%), test process %v user + %v system",
+		pct(c.busy-b.busy), pct(c.steal-b.steal), tick(c.utime-b.utime), tick(c.stime-b.stime))
 }

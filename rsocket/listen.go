@@ -212,7 +212,7 @@ func (l *Listener) loop() {
 		}
 		peer, err := parseConnData(req.privateData())
 		if err != nil {
-			l.logf("rsocket: refused a connection request from %s: %v", req.remote(), err)
+			l.logf("rsocket: refused a connection request from %s: %v", l.remote(req), err)
 			l.count(func(s *ListenerStats) { s.Refused++ })
 			req.reject()
 			continue
@@ -222,7 +222,7 @@ func (l *Listener) loop() {
 			waiting, live := l.waiting, l.live
 			l.stats.Busy++
 			l.mu.Unlock()
-			l.logf("rsocket: rejected a connection request from %s: %d connections wait for Accept, %d setups alive", req.remote(), waiting, live)
+			l.logf("rsocket: rejected a connection request from %s: %d connections wait for Accept, %d setups alive", l.remote(req), waiting, live)
 			req.reject()
 			continue
 		}
@@ -246,7 +246,7 @@ func (l *Listener) loop() {
 // the connection to Accept.
 func (l *Listener) setup(ctx context.Context, p *pending, req request, peer connData) {
 	defer l.wg.Done()
-	from := req.remote() // while the ID lives
+	from := l.remote(req) // while the ID lives
 	c, err := req.accept(ctx, l.cfg, &l.o, peer)
 	late := ctx.Err() == context.DeadlineExceeded
 	l.mu.Lock()
@@ -356,6 +356,16 @@ func (l *Listener) AcceptRSocket(ctx context.Context) (*Conn, error) {
 	case <-ctx.Done():
 		return nil, opErr(ctx.Err())
 	}
+}
+
+// remote is req's address for the log, "" when nothing logs: for cm's
+// request it is a query, a system call, which a storm of requests would
+// multiply for a log line nobody reads.
+func (l *Listener) remote(req request) string {
+	if l.o.Logf == nil {
+		return ""
+	}
+	return req.remote()
 }
 
 func (l *Listener) logf(format string, args ...any) {

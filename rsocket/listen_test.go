@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,8 +57,9 @@ type fakeRequest struct {
 	err      error         // what accept fails with (not honest)
 	release  chan struct{} // closed: the requester gives up now (nil: at once)
 	rejected chan struct{}
-	peer     chan *Conn // the honest requester's end, once accepted
-	gaveUp   chan error // what the half-open requester's accept ended with
+	peer     chan *Conn   // the honest requester's end, once accepted
+	gaveUp   chan error   // what the half-open requester's accept ended with
+	remotes  atomic.Int32 // calls of remote (a system call for cm's)
 }
 
 func newFakeRequest(t testing.TB, from string, honest bool) *fakeRequest {
@@ -80,7 +82,7 @@ func halfOpen(t testing.TB, from string) *fakeRequest {
 }
 
 func (r *fakeRequest) privateData() []byte { return r.data }
-func (r *fakeRequest) remote() string      { return r.from }
+func (r *fakeRequest) remote() string      { r.remotes.Add(1); return r.from }
 func (r *fakeRequest) reject()             { close(r.rejected) }
 
 func (r *fakeRequest) accept(ctx context.Context, cfg config, o *Options, peer connData) (*Conn, error) {
@@ -213,6 +215,33 @@ func TestListenerRefusesBadData(t *testing.T) {
 	<-bad.rejected
 	if st := l.Stats(); st.Refused != 1 || l.Refused() != 1 {
 		t.Errorf("Stats = %+v, want 1 refused", st)
+	}
+}
+
+// With no Options.Logf the Listener never asks a request for its address
+// (for cm's a query, a system call each, which a storm of garbage or
+// honest requests would multiply for a log line nobody reads).
+func TestListenerNoLogNoRemote(t *testing.T) {
+	l, src := fakeListener(t, ListenConfig{})
+	bad := newFakeRequest(t, "10.0.0.66:1", true)
+	bad.data = []byte("GET / HTTP/1.1\r\n")
+	gone := newFakeRequest(t, "10.0.0.67:1", false)
+	gone.err = fmt.Errorf("rdma_cm accept on %v: event REJECTED (status 28): %w", fakeAddrA, cm.ErrRejected)
+	honest := newFakeRequest(t, "10.0.0.2:2", true)
+	src.reqs <- bad
+	src.reqs <- gone
+	src.reqs <- honest
+	c, err := acceptWithin(t, l, time.Second)
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	c.Close()
+	<-bad.rejected
+	waitFor(t, "the drop counted", func() bool { return l.Stats().Dropped == 1 })
+	for _, r := range []*fakeRequest{bad, gone, honest} {
+		if n := r.remotes.Load(); n != 0 {
+			t.Errorf("request from %s: remote called %d times with no Logf, want 0", r.from, n)
+		}
 	}
 }
 
