@@ -373,7 +373,14 @@ func hostileServe(t *testing.T, ctx context.Context, l *Listener, addr string) e
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("listener after the attack: %+v", s)
-	srv.Close()
+	// Shutdown, not Close: /done's response may not be flushed yet, and
+	// Close would cut its connection (the client saw EOF on one node).
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		t.Logf("shutdown: %v", err)
+	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("http.Serve: %v", err)
 	}
