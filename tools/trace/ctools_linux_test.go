@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmago/rdmago/internal/labtest"
 )
 
 // TestGlitchedRun: a perftest client that failed only its own timing check
@@ -50,7 +51,9 @@ func TestGlitchedRun(t *testing.T) {
 func TestOwnGroupKillsTracee(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "sh", "-c", `sleep 600 & echo $! > "$0"; wait`, pidFile)
+	// The host's sh: in the lab's bare root there is none but the host's
+	// (HostTool runs it chrooted there, the guest's /tmp bound in).
+	cmd := labtest.HostTool(t, ctx, "sh", "-c", `sleep 600 & echo $! > "$0"; wait`, pidFile)
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
