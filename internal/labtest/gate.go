@@ -3,9 +3,10 @@
 package labtest
 
 import (
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/rdmago/rdmago/internal/sysfs"
 )
 
 // Gated lists the lab tests that may end as skipped on a kernel that lacks
@@ -38,11 +39,10 @@ func Lacks(t testing.TB, err error, unsupported bool) {
 	}
 }
 
-// KernelRelease is uname -r of the running kernel ("6.1.0-57-amd64").
+// KernelRelease names the running kernel ("Linux 6.1.0-57-amd64").
 func KernelRelease() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return "this kernel"
+	if r := sysfs.New("/").Release(); r != "" {
+		return "Linux " + r
 	}
-	return "Linux " + strings.TrimSpace(string(b))
+	return "this kernel"
 }
